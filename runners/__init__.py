@@ -1,0 +1,4 @@
+"""Execution: simulators (metal_sim, cuda_sim), real-hardware runners, sandboxing, settings."""
+
+# Verbs this package adds to the `kport` command: name -> (module with main(argv), one-line help).
+VERBS: dict[str, tuple[str, str]] = {}

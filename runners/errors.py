@@ -1,0 +1,5 @@
+"""The one base class of errors meant for people: the CLI prints the message, not a traceback."""
+
+
+class KportError(Exception):
+    """Bad input or configuration. The message names the file, key or variable and the fix."""
