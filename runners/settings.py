@@ -10,6 +10,7 @@ import os
 import sys
 import tomllib
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -26,6 +27,7 @@ ENV_VARS: dict[str, str] = {
     "KPORT_EMBED_MODEL": "sentence-transformers model name or path for KB embeddings",
     "KPORT_SIM_THREADS": "OS threads the simulators spread threadgroups over (default: all cores)",
     "KPORT_SIM_TIMEOUT": "seconds a simulated launch may run before it is killed (default 60)",
+    "KPORT_SIM_CHECKS": "'full' (bounds, races, uninitialised reads; default) or 'fast'",
 }
 
 # Keys of config.toml and the env variable each one mirrors.
@@ -37,6 +39,7 @@ _FIELD_ENV = {
     "embed_model": "KPORT_EMBED_MODEL",
     "sim_threads": "KPORT_SIM_THREADS",
     "sim_timeout": "KPORT_SIM_TIMEOUT",
+    "sim_checks": "KPORT_SIM_CHECKS",
 }
 
 
@@ -57,6 +60,7 @@ class Settings(BaseModel):
     embed_model: str = "all-MiniLM-L6-v2"
     sim_threads: int = 0  # 0: use every core
     sim_timeout: float = 60.0
+    sim_checks: Literal["full", "fast"] = "full"
 
     @property
     def kb_dir(self) -> Path:

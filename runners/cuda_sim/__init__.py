@@ -1,0 +1,200 @@
+"""cuda_sim: run CUDA kernels on any machine, with CuPy's RawKernel/RawModule surface.
+
+``RawKernel(code, name)(grid, block, args, shared_mem=0)`` with numpy arrays as device buffers
+(written in place) and numpy scalars (``np.int32(n)``) as values. The original CUDA kernel run
+here is kport's correctness oracle. Faults raise KernelFault; ``.launch(...)`` returns a record.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from runners import srcrewrite
+from runners.settings import load_settings
+from runners.simbuild import SIMCORE, Build, Diagnostic, build_kernel
+from runners.simfaults import CompileError, KernelFault
+from runners.simhost import BufferArg, Finding, LaunchSpec, ScalarArg, run_launch
+
+MAX_THREADS_PER_BLOCK = 1024
+STATIC_SHARED_LIMIT = 48 * 1024  # bytes of static __shared__ per block
+DYNAMIC_SHARED_LIMIT = 227 * 1024  # opt-in maximum on sm_90 (H100/H200)
+_SYNC = re.compile(r"\b(__syncthreads\w*|__syncwarp|__shfl\w*|__ballot_sync|__any_sync|"
+                   r"__all_sync|__reduce_\w+_sync|__match_\w+_sync|cooperative_groups|"
+                   r"this_thread_block|tiled_partition)\b")
+
+__all__ = ["CudaRun", "KernelFault", "CompileError", "RawKernel", "RawModule"]
+
+
+@functools.lru_cache(maxsize=1)
+def _unsupported() -> list[dict]:
+    path = SIMCORE / "cuda_unsupported.toml"
+    if not path.is_file():
+        return []
+    data = tomllib.loads(path.read_text())
+    return list(data.get("construct", data.get("constructs", [])))
+
+
+def check_supported(code: str, filename: str = "kernel.cu") -> None:
+    """Raise SourceError naming the first construct the simulator cannot model, and its line."""
+    table = _unsupported()
+    if not table:
+        return
+    for tok in srcrewrite.tokenize(code):
+        for entry in table:
+            if tok.text in entry.get("identifiers", ()):
+                raise srcrewrite.SourceError(
+                    f"{filename}:{tok.line}: {entry['construct']} (`{tok.text}`) is not supported "
+                    f"by cuda_sim; {entry.get('hint', '')}".rstrip("; "))
+
+
+@dataclass
+class CudaRun:
+    """Record of one launch."""
+
+    compiled: bool
+    findings: list[Finding] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    printf: str = ""
+    build: Build | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.compiled and not self.findings
+
+
+_TU = """#include <kport/rt.h>
+#include <kport/cuda_runtime.h>
+__thread kp_thread* kp_cur __attribute__((tls_model("initial-exec")));
+extern "C" void kp_kernel_set_current(kp_thread* t) {{ kp_cur = t; }}
+extern "C" const int kp_kernel_needs_sync = {sync};
+extern "C" const char* const kp_kernel_dialect = "cuda";
+#line 1 "{filename}"
+{code}
+#line 1 "kport-entry"
+template <class T, T... I> struct __kp_seq {{}};
+template <class T> struct __kp_noref {{ using type = T; }};
+template <class T> struct __kp_noref<T&> {{ using type = T; }};
+template <class... A, unsigned... I>
+static void __kp_call(void (*f)(A...), void** a, __kp_seq<unsigned, I...>) {{
+  f(*(typename __kp_noref<A>::type*)a[I]...);
+}}
+template <class... A> static void __kp_invoke(void (*f)(A...), void** a) {{
+  __kp_call(f, a, __make_integer_seq<__kp_seq, unsigned, sizeof...(A)>{{}});
+}}
+extern "C" void kp_kernel_entry(void** a) {{ __kp_invoke(&{name}, a); }}
+"""
+
+
+def _dims(value, what: str) -> tuple[int, int, int]:
+    dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    if not 1 <= len(dims) <= 3 or any(int(d) < 1 for d in dims):
+        raise ValueError(f"{what} must be 1 to 3 positive integers, got {value!r}")
+    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+
+
+class RawKernel:
+    """One ``__global__`` function of ``code`` (``name`` may carry template arguments)."""
+
+    def __init__(self, code: str, name: str, options=(), *, filename: str = "kernel.cu"):
+        self.code, self.name, self.options, self.filename = code, name, tuple(options), filename
+
+    def _source(self) -> str:
+        code = self.code
+        include_dirs = [o[2:] if o != "-I" else None for o in self.options if o.startswith("-I")]
+        for folder in filter(None, include_dirs):
+            code = _inline_includes(code, Path(folder), self.filename)
+        return code
+
+    def _translation_unit(self) -> str:
+        code = self._source()
+        check_supported(code, self.filename)
+        code = srcrewrite.rewrite_group_storage(code, "__shared__")
+        sync = 1 if _SYNC.search(code) else 0
+        return _TU.format(sync=sync, filename=self.filename, code=code, name=self.name)
+
+    def launch(self, grid, block, args, shared_mem: int = 0) -> CudaRun:
+        """Run once; numpy array arguments are updated in place. Returns a CudaRun record."""
+        grid, block = _dims(grid, "grid"), _dims(block, "block")
+        if math.prod(block) > MAX_THREADS_PER_BLOCK:
+            raise ValueError(f"block of {math.prod(block)} threads exceeds the maximum of "
+                             f"{MAX_THREADS_PER_BLOCK}")
+        if shared_mem > DYNAMIC_SHARED_LIMIT:
+            raise ValueError(f"shared_mem={shared_mem} exceeds {DYNAMIC_SHARED_LIMIT} bytes")
+        launch_args, arrays = [], {}
+        for i, value in enumerate(args):
+            if isinstance(value, np.ndarray):
+                if any(value is other for other in arrays.values()):
+                    raise ValueError(f"argument {i}: the same array is passed twice; aliased "
+                                     "buffers are not supported by cuda_sim yet")
+                if not value.flags.c_contiguous:
+                    raise ValueError(f"argument {i}: pass a C-contiguous array")
+                launch_args.append(BufferArg(f"arg{i}", value, "inout"))
+                arrays[f"arg{i}"] = value
+            elif isinstance(value, np.generic):
+                launch_args.append(ScalarArg(f"arg{i}", value.tobytes()))
+            else:
+                raise TypeError(f"argument {i}: pass numpy arrays for buffers and numpy scalars "
+                                f"(e.g. np.int32(n)) for values, not {type(value).__name__}")
+        settings = load_settings()
+        build = build_kernel(self._translation_unit(), checked=settings.sim_checks == "full",
+                             include_cuda=True, settings=settings)
+        if not build.ok:
+            return CudaRun(False, diagnostics=build.diagnostics, build=build)
+        spec = LaunchSpec(groups=grid, threadgroup=block,
+                          grid_threads=tuple(g * b for g, b in zip(grid, block, strict=True)),
+                          nonuniform=False, tg_mem_limit=STATIC_SHARED_LIMIT,
+                          dyn_smem=int(shared_mem), checked=settings.sim_checks == "full")
+        result = run_launch(build.library, spec, launch_args, settings)
+        for name, array in arrays.items():
+            if name in result.outputs:
+                array[...] = result.outputs[name]
+        return CudaRun(True, result.findings, build.diagnostics, result.printf, build)
+
+    def __call__(self, grid, block, args, *, shared_mem: int = 0) -> None:
+        run = self.launch(grid, block, args, shared_mem)
+        if not run.compiled:
+            raise CompileError("cuda_sim", self.name, run.diagnostics,
+                               run.build.log if run.build else "")
+        if run.printf:
+            sys.stdout.write(run.printf)
+        if run.findings:
+            raise KernelFault("cuda_sim", self.name, run.findings)
+
+
+class RawModule:
+    """CuPy's RawModule: ``get_function(name_or_expression)`` returns a RawKernel."""
+
+    def __init__(self, code: str, options=(), name_expressions=None, *,
+                 filename: str = "kernel.cu"):
+        self.code, self.options, self.filename = code, tuple(options), filename
+        self.name_expressions = list(name_expressions or [])
+
+    def get_function(self, name: str) -> RawKernel:
+        if "<" in name and self.name_expressions and name not in self.name_expressions:
+            raise ValueError(f"{name!r} is not among name_expressions {self.name_expressions}")
+        return RawKernel(self.code, name, self.options, filename=self.filename)
+
+
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"[ \t]*$', re.M)
+
+
+def _inline_includes(code: str, folder: Path, filename: str,
+                     seen: frozenset = frozenset()) -> str:
+    """Resolve ``#include "x"`` against an ``-I`` folder (so the build cache sees the content),
+    with #line directives that keep diagnostics in the right file and line."""
+    def repl(m: re.Match) -> str:
+        path = folder / m[1]
+        if not path.is_file() or path in seen:
+            return m[0]
+        body = _inline_includes(path.read_text(), path.parent, m[1], seen | {path})
+        after = code.count("\n", 0, m.start()) + 2
+        return f'#line 1 "{m[1]}"\n{body}\n#line {after} "{filename}"'
+    return _INCLUDE.sub(repl, code)

@@ -1,0 +1,104 @@
+"""Element types shared by the runners: names, numpy storage, MLX type spellings.
+
+numpy has no bfloat16, so bfloat16 data is carried as uint16 bit patterns with the name
+"bfloat16" alongside (``Tensor``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+# name -> (numpy storage dtype, MLX get_type_string spelling)
+DTYPES: dict[str, tuple[str, str]] = {
+    "float32": ("float32", "float"),
+    "float16": ("float16", "float16_t"),
+    "bfloat16": ("uint16", "bfloat16_t"),
+    "float64": ("float64", "double"),
+    "bool": ("bool", "bool"),
+    "int8": ("int8", "int8_t"),
+    "int16": ("int16", "int16_t"),
+    "int32": ("int32", "int32_t"),
+    "int64": ("int64", "int64_t"),
+    "uint8": ("uint8", "uint8_t"),
+    "uint16": ("uint16", "uint16_t"),
+    "uint32": ("uint32", "uint32_t"),
+    "uint64": ("uint64", "uint64_t"),
+    "complex64": ("complex64", "complex64_t"),
+}
+
+
+@dataclass
+class Tensor:
+    """An array as the runners see it: raw storage plus the logical dtype name."""
+
+    data: np.ndarray
+    dtype: str
+
+    @property
+    def type_string(self) -> str:
+        return DTYPES[self.dtype][1]
+
+
+def dtype_name(dtype) -> str:
+    """Name of an mx.Dtype, numpy dtype or name string; raises ValueError for unknown ones."""
+    text = str(dtype).removeprefix("mlx.core.")
+    if text in DTYPES:
+        return text
+    try:
+        text = np.dtype(dtype).name
+    except TypeError as err:
+        raise ValueError(f"unsupported dtype {dtype!r}; one of {', '.join(DTYPES)}") from err
+    if text not in DTYPES:
+        raise ValueError(f"unsupported dtype {dtype!r}; one of {', '.join(DTYPES)}")
+    return text
+
+
+def to_tensor(value) -> Tensor:
+    """An mx.array, numpy array or Python scalar as a Tensor (Python scalars as MLX converts
+    them: int -> int32, or int64 when out of range; float -> float32; bool -> bool)."""
+    if isinstance(value, bool):
+        return Tensor(np.array(value, dtype=np.bool_), "bool")
+    if isinstance(value, int):
+        small = -(2**31) <= value < 2**31
+        return Tensor(np.array(value, dtype=np.int32 if small else np.int64),
+                      "int32" if small else "int64")
+    if isinstance(value, float):
+        return Tensor(np.array(value, dtype=np.float32), "float32")
+    if isinstance(value, np.ndarray):
+        return Tensor(np.ascontiguousarray(value), dtype_name(value.dtype))
+    if type(value).__module__.startswith("mlx"):
+        import mlx.core as mx
+
+        name = dtype_name(value.dtype)
+        if name == "bfloat16":
+            return Tensor(np.array(value.view(mx.uint16)), name)
+        return Tensor(np.ascontiguousarray(np.array(value)), name)
+    raise TypeError(f"unsupported input of type {type(value).__name__}: pass an mx.array, a "
+                    "numpy array or a Python scalar")
+
+
+def to_mx(t: Tensor):
+    """The Tensor as an mx.array of its logical dtype."""
+    import mlx.core as mx
+
+    if t.dtype == "bfloat16":
+        return mx.array(t.data).view(mx.bfloat16)
+    return mx.array(t.data)
+
+
+def poison(shape, name: str, init_value: float | None) -> Tensor:
+    """A fresh output: filled with init_value, else poisoned (NaN for floats, 0xBE bytes else)."""
+    storage = np.dtype(DTYPES[name][0])
+    if init_value is not None:
+        if name == "bfloat16":
+            bits = np.array([init_value], np.float32).view(np.uint32) >> 16
+            return Tensor(np.full(shape, bits[0], np.uint16), name)
+        return Tensor(np.full(shape, init_value, dtype=storage), name)
+    if name in ("float32", "float16", "float64", "complex64"):
+        return Tensor(np.full(shape, np.nan, dtype=storage), name)
+    if name == "bfloat16":
+        return Tensor(np.full(shape, 0x7FC1, np.uint16), name)  # a bfloat16 NaN
+    return Tensor(np.frombuffer(b"\xbe" * (int(np.prod(shape)) * storage.itemsize),
+                                storage).reshape(shape).copy(), name)

@@ -1,0 +1,8 @@
+"""metal_sim: run MLX `metal_kernel` bodies (and .metal files) on any machine, checked.
+
+`metal_kernel` is a drop-in for `mx.fast.metal_kernel`; see runners/metal_sim/kernel.py.
+"""
+
+from runners.metal_sim.kernel import CompileError, KernelFault, MetalKernel, SimRun, metal_kernel
+
+__all__ = ["CompileError", "KernelFault", "MetalKernel", "SimRun", "metal_kernel"]

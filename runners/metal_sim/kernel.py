@@ -1,0 +1,228 @@
+"""`metal_kernel`: a drop-in for `mx.fast.metal_kernel` (MLX 0.32) that runs in the simulator.
+
+``kernel(...)`` returns a list of mx.array like MLX; a compile error raises CompileError (MLX
+raises RuntimeError too) with lines of *your* source, and a kernel that faults (out-of-bounds,
+race, divergence, timeout, crash) raises KernelFault listing the findings. ``kernel.launch(...)``
+takes the same arguments and returns a SimRun record instead of raising, for harnesses.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from runners import srcrewrite
+from runners.dtypes import Tensor, dtype_name, poison, to_mx, to_tensor
+from runners.metal_sim import codegen
+from runners.settings import load_settings
+from runners.simbuild import Build, Diagnostic, build_kernel
+from runners.simfaults import CompileError, KernelFault
+from runners.simhost import BufferArg, Finding, LaunchSpec, run_launch
+
+MAX_THREADS_PER_THREADGROUP = 1024  # Apple GPUs; a pipeline may allow fewer (unknowable here)
+THREADGROUP_MEMORY = 32768  # bytes per threadgroup on Apple GPUs
+_SYNC = re.compile(r"\b(threadgroup_barrier|simdgroup_barrier|simd_\w+|quad_\w+|"
+                   r"simdgroup_multiply\w*)\b")
+
+
+@dataclass
+class SimRun:
+    """Record of one launch: compiled or not, outputs, findings, the generated source."""
+
+    compiled: bool
+    outputs: list = field(default_factory=list)  # mx.array per output
+    findings: list[Finding] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    source: str = ""  # the text MLX would compile (prelude excluded)
+    printf: str = ""
+    build: Build | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.compiled and not self.findings
+
+
+def _line_directives(full: str, rewritten: str, header: str, source: str, sig_end: int) -> str:
+    """Insert #line directives so clang names header.metal / source.metal lines."""
+    def line_of(offset: int) -> int:
+        return full.count("\n", 0, offset) + 1
+
+    src_first = line_of(sig_end)
+    src_last = line_of(sig_end + len(source))
+    marks = {}
+    if header:
+        marks[1] = '#line 1 "header.metal"'
+    sig_first = line_of(len(header)) + (0 if not header or header.endswith("\n") else 1)
+    if sig_first < src_first:
+        marks.setdefault(sig_first, f'#line {sig_first} "mlx-signature"')
+    marks[src_first] = '#line 1 "source.metal"'
+    marks[src_last + 1] = f'#line {src_last + 1} "mlx-signature"'
+    out = []
+    for number, text in enumerate(rewritten.split("\n"), start=1):
+        if number in marks:
+            out.append(marks[number])
+        out.append(text)
+    return "\n".join(out)
+
+
+_TU_PRELUDE = """#include <kport/rt.h>
+#include <kport/metal_stdlib.h>
+#include <kport/mlx_prelude.h>
+__thread kp_thread* kp_cur __attribute__((tls_model("initial-exec")));
+extern "C" void kp_kernel_set_current(kp_thread* t) {{ kp_cur = t; }}
+extern "C" const int kp_kernel_needs_sync = {sync};
+extern "C" const char* const kp_kernel_dialect = "metal";
+static inline uint __kp_actual_threads(const kp_thread* t) {{
+  return t->tg_size[0] * t->tg_size[1] * t->tg_size[2]; }}
+static inline uint __kp_dispatch_threads(const kp_thread* t) {{
+  return t->tg_dispatch[0] * t->tg_dispatch[1] * t->tg_dispatch[2]; }}
+"""
+
+
+def _entry(func: str, template, params: list[codegen.Param], attributes) -> str:
+    args = []
+    for i, p in enumerate(params):
+        ptr = f"(*(void**)a[{i}])"
+        if p.kind == "input":
+            args.append(f"(const {p.c_type}*){ptr}")
+        elif p.kind in ("input_ref", "ndim"):
+            args.append(f"*(const {p.c_type}*){ptr}")
+        elif p.kind in ("shape", "strides"):
+            args.append(f"(const {p.c_type}*){ptr}")
+        else:
+            args.append(f"({p.c_type}*){ptr}")
+    args += [codegen.ATTRIBUTE_VALUES[a] for a, _ in attributes]
+    call = func + (codegen.template_string(template) if template else "")
+    return ('#line 1 "kport-entry"\nextern "C" void kp_kernel_entry(void** a) {\n'
+            "  const kp_thread* t = kp_cur; (void)t;\n"
+            f"  {call}({', '.join(args)});\n}}\n")
+
+
+def _template_values(template) -> list[tuple[str, object]]:
+    out = []
+    for name, value in template or []:
+        if isinstance(value, (bool, int)):
+            out.append((name, value))
+        else:
+            out.append((name, codegen.dtype_spelling(dtype_name(value))))
+    return out
+
+
+class MetalKernel:
+    """What ``metal_kernel(...)`` returns: call it like the MLX kernel object."""
+
+    def __init__(self, name, input_names, output_names, source, header="",
+                 ensure_row_contiguous=True, atomic_outputs=False, compile_options=None):
+        if not output_names:
+            raise ValueError("[metal_kernel] Must specify at least one output.")
+        math_mode = (compile_options or {}).get("math_mode", "safe")
+        if math_mode not in ("safe", "relaxed", "fast"):
+            raise ValueError(f"[metal_kernel] Unknown math_mode {math_mode!r}.")
+        self.name, self.source, self.header = name, source, header
+        self.input_names, self.output_names = list(input_names), list(output_names)
+        self.ensure_row_contiguous = ensure_row_contiguous
+        self.atomic_outputs = atomic_outputs
+
+    def generated_source(self, inputs: list[Tensor], out_types: list[str], template) -> tuple:
+        func = codegen.kernel_name(self.name, template, inputs, out_types)
+        text, params = codegen.signature(func, self.header, self.source, self.input_names,
+                                         inputs, self.output_names, out_types, template,
+                                         self.atomic_outputs)
+        return func, text, params
+
+    def _translation_unit(self, func: str, text: str, params, template) -> str:
+        sig_end = text.rindex(self.source + "\n}\n") if self.source else len(text) - 3
+        rewritten = srcrewrite.rewrite_group_storage(text, "threadgroup")
+        rewritten = srcrewrite.strip_address_spaces(rewritten)
+        rewritten = srcrewrite.rewrite_metal_constructors(rewritten)
+        body = _line_directives(text, rewritten, self.header, self.source, sig_end)
+        sync = 1 if _SYNC.search(self.header + self.source) else 0
+        attributes = codegen.used_attributes(self.source)
+        return (_TU_PRELUDE.format(sync=sync) + body + "\n"
+                + _entry(func, template, params, attributes))
+
+    def launch(self, *, inputs, output_shapes, output_dtypes, grid, threadgroup, template=None,
+               init_value=None, verbose=False, stream=None) -> SimRun:
+        """Run once; returns a SimRun (never raises for faults of the kernel itself)."""
+        if len(inputs) != len(self.input_names):
+            raise ValueError(f"[metal_kernel] Expected `inputs` to have size "
+                             f"{len(self.input_names)} but got size {len(inputs)}.")
+        if len(output_shapes) != len(self.output_names):
+            raise ValueError(f"[metal_kernel] Expected `output_shapes` to have size "
+                             f"{len(self.output_names)} but got size {len(output_shapes)}.")
+        if len(output_dtypes) != len(self.output_names):
+            raise ValueError(f"[metal_kernel] Expected `output_dtypes` to have size "
+                             f"{len(self.output_names)} but got size {len(output_dtypes)}.")
+        tensors = [to_tensor(x) for x in inputs]
+        out_names = [dtype_name(d) for d in output_dtypes]
+        out_types = [codegen.dtype_spelling(n) for n in out_names]
+        template = _template_values(template)
+        func, text, params = self.generated_source(tensors, out_types, template)
+        shown = text + codegen.instantiation(func, template)
+        if verbose:
+            print(f"Generated source code for `{self.name}`:\n```\n{shown}\n```")
+        grid, tg = tuple(int(g) for g in grid), tuple(int(t) for t in threadgroup)
+        if len(grid) != 3 or len(tg) != 3 or min(grid + tg) < 1:
+            raise ValueError("[metal_kernel] grid and threadgroup must be 3 positive integers.")
+        if math.prod(tg) > MAX_THREADS_PER_THREADGROUP:
+            raise ValueError(f"[metal_kernel] Threadgroup size {math.prod(tg)} exceeds the "
+                             f"maximum of {MAX_THREADS_PER_THREADGROUP} threads per threadgroup.")
+        settings = load_settings()
+        tu = self._translation_unit(func, text, params, template)
+        build = build_kernel(tu, checked=settings.sim_checks == "full", settings=settings)
+        if not build.ok:
+            return SimRun(False, diagnostics=build.diagnostics, source=shown, build=build)
+        outputs = [poison(tuple(s), n, init_value) for s, n in zip(output_shapes, out_names,
+                                                                   strict=True)]
+        args = self._buffers(params, tensors, outputs)
+        eff = tuple(min(t, g) for t, g in zip(tg, grid, strict=True))
+        spec = LaunchSpec(groups=tuple(-(-g // t) for g, t in zip(grid, eff, strict=True)),
+                          threadgroup=eff, grid_threads=grid, nonuniform=True,
+                          tg_mem_limit=THREADGROUP_MEMORY, checked=settings.sim_checks == "full")
+        result = run_launch(build.library, spec, args, settings)
+        run = SimRun(True, findings=result.findings, source=shown, printf=result.printf,
+                     build=build, diagnostics=build.diagnostics)
+        if result.status == "ok":
+            for name, t in zip(self.output_names, outputs, strict=True):
+                run.outputs.append(to_mx(Tensor(result.outputs[name], t.dtype)))
+        return run
+
+    def _buffers(self, params, tensors: list[Tensor], outputs: list[Tensor]) -> list[BufferArg]:
+        by_name = dict(zip(self.input_names, tensors, strict=True))
+        outs = dict(zip(self.output_names, outputs, strict=True))
+        args = []
+        for p in params:
+            if p.kind in ("input", "input_ref"):
+                args.append(BufferArg(p.name, by_name[p.name].data.reshape(-1), "in"))
+                continue
+            if p.kind == "output":
+                args.append(BufferArg(p.name, outs[p.name].data, "out"))
+                continue
+            base = by_name[p.name.rsplit("_", 1)[0]].data
+            if p.kind == "shape":
+                data = np.array(base.shape, np.int32)
+            elif p.kind == "strides":
+                data = np.array([s // base.itemsize for s in base.strides], np.int64)
+            else:
+                data = np.array([base.ndim], np.int32)
+            args.append(BufferArg(p.name, data, "in"))
+        return args
+
+    def __call__(self, **kwargs):
+        run = self.launch(**kwargs)
+        if not run.compiled:
+            log = run.build.log if run.build else ""
+            raise CompileError("metal_kernel", self.name, run.diagnostics, log)
+        if run.findings or len(run.outputs) != len(self.output_names):
+            raise KernelFault("metal_kernel", self.name, run.findings)
+        return run.outputs
+
+
+def metal_kernel(name, input_names, output_names, source, header="", ensure_row_contiguous=True,
+                 atomic_outputs=False, compile_options=None) -> MetalKernel:
+    """Same signature and semantics as ``mx.fast.metal_kernel`` of MLX 0.32, in metal_sim."""
+    return MetalKernel(name, input_names, output_names, source, header, ensure_row_contiguous,
+                       atomic_outputs, compile_options)

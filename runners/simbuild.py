@@ -1,0 +1,160 @@
+"""Compile simulator kernels and the simulator host, cached by content hash.
+
+A kernel is one C++ translation unit (shim include + rewritten user source + entry wrapper)
+built into a shared library that the host (`kport-simhost`, built once) loads in a child process.
+The cache key covers the TU text, every shim/runtime file, the flags and the compiler, so editing
+any of them rebuilds; entries live under ``$KPORT_HOME/cache/build``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import re
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from runners.settings import Settings, load_settings
+from runners.toolchain import Compiler, find_compiler
+
+SIMCORE = Path(__file__).resolve().parent / "simcore"
+INCLUDE = SIMCORE / "include"
+CUDA_SYSINCLUDE = INCLUDE / "kport" / "cuda" / "sysinclude"
+RUNTIME_SOURCES = ("host.cpp", "scheduler.cpp", "checks.cpp", "fiber.cpp")
+
+KERNEL_FLAGS = (
+    "-std=c++20", "-O2", "-fPIC", "-shared", "-fno-exceptions", "-fno-rtti",
+    # Round half/bfloat after every operation, as GPUs do (clang keeps excess precision else).
+    "-Xclang", "-ffloat16-excess-precision=none", "-Xclang", "-fbfloat16-excess-precision=none",
+    "-Wno-unknown-attributes", "-Wno-ignored-attributes", "-ferror-limit=20",
+)
+# Checked builds call our __tsan_* hooks on every access. -Xclang keeps the driver from linking
+# TSan's own runtime; line tables let findings name source lines.
+CHECKED_FLAGS = ("-Xclang", "-fsanitize=thread", "-gline-tables-only")
+HOST_FLAGS = ("-std=c++20", "-O2", "-pthread", "-rdynamic")
+
+_DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning|note|"
+                   r"fatal error): (?P<msg>.*)$", re.M)
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One compiler message, located in the user's own file and line."""
+
+    file: str
+    line: int
+    column: int
+    severity: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}: {self.severity}: {self.message}"
+
+
+@dataclass
+class Build:
+    """Outcome of compiling one kernel: a library path, or diagnostics."""
+
+    ok: bool
+    library: Path | None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    log: str = ""
+    seconds: float = 0.0
+    cached: bool = False
+
+
+def parse_diagnostics(log: str) -> list[Diagnostic]:
+    """Clang's messages as Diagnostic records (errors and warnings; notes are dropped)."""
+    found = []
+    for m in _DIAG.finditer(log):
+        severity = "error" if m["sev"] == "fatal error" else m["sev"]
+        if severity == "note":
+            continue
+        found.append(Diagnostic(m["file"], int(m["line"]), int(m["col"]), severity, m["msg"]))
+    return found
+
+
+@functools.lru_cache(maxsize=1)
+def shim_digest() -> str:
+    """Hash of every shim and runtime file: a change to any of them invalidates the cache."""
+    h = hashlib.sha256()
+    for path in sorted(SIMCORE.rglob("*")):
+        if path.is_file():
+            h.update(str(path.relative_to(SIMCORE)).encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _key(*parts: str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def _compile(compiler: Compiler, args: list[str], out: Path, timeout: float) -> tuple[bool, str]:
+    """Run the compiler writing to a temp name, then rename: concurrent builds never see halves."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".tmp-", suffix=out.suffix)
+    os.close(fd)
+    try:
+        proc = subprocess.run([*compiler.command, *args, "-o", tmp], capture_output=True,
+                              text=True, timeout=timeout)
+        ok = proc.returncode == 0
+        if ok:
+            os.replace(tmp, out)
+        return ok, proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired:
+        return False, f"compiler timed out after {timeout:.0f} s"
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def host_executable(settings: Settings | None = None) -> Path:
+    """The simulator host, built once per compiler and runtime version."""
+    settings = settings or load_settings()
+    compiler = find_compiler(settings.cxx)
+    key = _key(shim_digest(), compiler.describe(), *HOST_FLAGS)
+    exe = settings.build_cache_dir / f"host-{key}" / "kport-simhost"
+    if exe.is_file():
+        return exe
+    sources = [str(SIMCORE / "rt" / name) for name in RUNTIME_SOURCES]
+    # The first build with ziglang also builds zig's libc++ once (about a minute).
+    ok, log = _compile(compiler, [*HOST_FLAGS, *sources, "-ldl"], exe, timeout=900)
+    if not ok:
+        raise RuntimeError(f"building the simulator host failed (a kport bug):\n{log[-4000:]}")
+    return exe
+
+
+def build_kernel(tu: str, *, checked: bool, include_cuda: bool = False,
+                 settings: Settings | None = None) -> Build:
+    """Compile a kernel TU into a shared library, or return the diagnostics of the failure."""
+    settings = settings or load_settings()
+    compiler = find_compiler(settings.cxx)
+    flags = [*KERNEL_FLAGS, *(CHECKED_FLAGS if checked else ()), f"-I{INCLUDE}"]
+    if include_cuda:
+        flags.append(f"-I{CUDA_SYSINCLUDE}")
+    key = _key(tu, shim_digest(), compiler.describe(), *flags)
+    folder = settings.build_cache_dir / key[:2] / key
+    library, failed = folder / "kernel.so", folder / "failed.log"
+    start = time.perf_counter()
+    if library.is_file():
+        return Build(True, library, seconds=time.perf_counter() - start, cached=True)
+    if failed.is_file():
+        log = failed.read_text()
+        return Build(False, None, parse_diagnostics(log), log, time.perf_counter() - start, True)
+    folder.mkdir(parents=True, exist_ok=True)
+    source = folder / "kernel.cpp"
+    source.write_text(tu)
+    ok, log = _compile(compiler, [*flags, str(source)], library, timeout=300)
+    seconds = time.perf_counter() - start
+    if not ok:
+        failed.write_text(log)
+        return Build(False, None, parse_diagnostics(log), log, seconds)
+    return Build(True, library, parse_diagnostics(log), log, seconds)

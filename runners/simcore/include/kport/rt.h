@@ -1,0 +1,104 @@
+// kport simulator runtime ABI: the contract between the dialect shims (metal/, cuda/) and runtime.cpp.
+// The shims are header-only and inline; everything that needs the scheduler goes through these calls.
+// A kernel TU includes a shim, which includes this file. Nothing here may depend on the C++ stdlib
+// beyond <stddef.h>/<stdint.h>, so the TU stays quick to compile.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#define KP_SIMD_WIDTH 32
+#define KP_SLOT_BYTES 64  // largest per-lane payload of one collective (e.g. a double4, 2 matrix elems)
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define KP_INSTRUMENTED 1
+#endif
+#endif
+// Shim code that must not be instrumented (atomics, the runtime calls themselves).
+#define KP_NOSAN __attribute__((no_sanitize("thread")))
+#define KP_INLINE inline __attribute__((always_inline))
+
+extern "C" {
+
+// Where a thread is. One per simulated thread; `kp_cur` points at the running one.
+struct kp_thread {
+  uint32_t tid[3];        // thread position in threadgroup / threadIdx
+  uint32_t gid[3];        // threadgroup position in grid / blockIdx
+  uint32_t tg_size[3];    // actual threads in this group (Metal non-uniform edge groups are smaller)
+  uint32_t tg_dispatch[3];// requested threadgroup size (dispatch_threads_per_threadgroup / blockDim)
+  uint32_t grid[3];       // threads per grid (Metal) ; blocks per grid times blockDim (CUDA)
+  uint32_t ngroups[3];    // threadgroups per grid / gridDim
+  uint32_t linear;        // thread_index_in_threadgroup: tid.x + tid.y*tg.x + tid.z*tg.x*tg.y
+  uint32_t lane;          // linear % 32
+  uint32_t simd;          // linear / 32
+  uint32_t nsimd;         // simd groups in this threadgroup (last may be partial)
+  uint32_t simd_lanes;    // lanes that exist in this thread's simd group (32 except the last)
+};
+
+// The running thread. Defined (initial-exec TLS) by each kernel TU, which also exports
+// kp_kernel_set_current() so the scheduler can point it at the fiber it switches to.
+extern __thread kp_thread* kp_cur;
+
+// Severity and kind of a finding reported by a shim (the runtime adds thread/group/line).
+enum kp_finding_kind {
+  KP_F_DIVERGENCE = 1,    // barrier/collective reached by part of a group, or mismatched sites
+  KP_F_OOB = 2,           // out-of-bounds access
+  KP_F_RACE = 3,          // threadgroup memory race between two barriers
+  KP_F_INVALID = 4,       // invalid argument to a built-in (e.g. shuffle lane out of range)
+  KP_F_UNSUPPORTED = 5,   // construct the simulator does not model
+  KP_F_LIMIT = 6,         // resource limit exceeded (threadgroup memory, threads per group)
+  KP_F_UNINIT = 7,        // read of never-written threadgroup memory
+};
+// Record a finding at the given source line (of the user's source). `msg` is copied.
+void kp_report(int kind, unsigned line, const char* msg);
+// Record a finding and stop the whole launch (child exits with a fault result).
+[[noreturn]] void kp_fatal(int kind, unsigned line, const char* msg);
+
+// ---- Collectives -----------------------------------------------------------------------------
+// Rendezvous of the calling lane with the other lanes of its SIMD group (warp) that reach the same
+// site (line, column) in this round. The lane publishes `size` bytes from `value`; on return
+// *snapshot points at KP_SIMD_WIDTH slots of KP_SLOT_BYTES each (slot l = lane l's published bytes,
+// valid only for lanes in the returned mask) and the return value is the mask of participating
+// lanes (bit l = lane l). `required` is the CUDA member mask (0 = Metal semantics: whichever lanes
+// arrive are the active set). Lanes of `required` that do not arrive are reported as divergence.
+// The snapshot stays valid until the caller's next collective.
+uint64_t kp_simd_sync(const void* value, unsigned size, unsigned line, unsigned column,
+                      uint32_t required, const unsigned char** snapshot);
+
+// Threadgroup barrier (threadgroup_barrier / __syncthreads). Every live thread of the group must
+// reach the same site; otherwise a divergence finding is recorded and the barrier still releases.
+// `pred` takes part in the reduction returned: op 0 = none (returns 0), 1 = count of nonzero,
+// 2 = all nonzero (and), 3 = any nonzero (or).
+int kp_barrier(unsigned line, unsigned column, int pred, int op);
+
+// ---- Memory -----------------------------------------------------------------------------------
+// Storage of a threadgroup/__shared__ variable for the running group. `site` is unique per
+// declaration (address of a function-local static); every thread of the group gets the same
+// address. Storage is poisoned (0xFF bytes) when a group starts. Exceeding the launch's limit of
+// threadgroup memory is fatal (KP_F_LIMIT) with the name of the variable.
+void* kp_tg_alloc(const void* site, size_t size, size_t align, const char* name, unsigned line);
+// Dynamic shared memory of a CUDA launch (extern __shared__), poisoned at group start.
+void* kp_dyn_smem(void);
+size_t kp_dyn_smem_size(void);
+
+// Check an access done by a shim built-in that is not instrumented (atomics): reports OOB against
+// buffers and threadgroup arrays when the launch runs with full checks.
+void kp_check_access(const void* addr, size_t size, int is_write, unsigned line);
+
+// Device printf: formatted text appended to the launch's captured output.
+int kp_printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// Register a file-scope pointer that must point at the group's dynamic shared memory
+// (`extern __shared__ T s[];` at namespace scope). `slot` returns the TLS slot of the variable.
+int kp_register_dyn_smem(void** (*slot)(void));
+
+}  // extern "C"
+
+// ---- Kernel entry -------------------------------------------------------------------------------
+// The generated TU defines this: run one thread of the kernel. `args[i]` points at argument i's
+// value (buffer pointers are stored as pointers, scalars as their bytes).
+extern "C" void kp_kernel_entry(void** args);
+// The generated TU also defines these, read by the host before launch.
+extern "C" void kp_kernel_set_current(kp_thread* t);
+extern "C" const int kp_kernel_needs_sync;      // 0: no barrier/collective in the source
+extern "C" const char* const kp_kernel_dialect; // "metal" or "cuda"

@@ -1,0 +1,200 @@
+// Full checks. Kernels built in checked mode are compiled with -fsanitize=thread, which makes
+// clang call __tsan_* hooks on every memory access; we define those hooks here (TSan's own runtime
+// is never linked) to check bounds of buffers and threadgroup variables, threadgroup-memory races
+// between two barriers, and reads of threadgroup memory no thread of the group has written.
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime.h"
+
+namespace kp {
+
+static uintptr_t g_span_lo = ~(uintptr_t)0, g_span_hi = 0;
+
+const Arg* buffer_of(uintptr_t addr) {
+  if (g_span_hi == 0) {
+    for (const Arg& a : g_launch.args) {
+      if (!a.is_buffer) continue;
+      if ((uintptr_t)a.map < g_span_lo) g_span_lo = (uintptr_t)a.map;
+      if ((uintptr_t)(a.map + a.map_bytes) > g_span_hi) g_span_hi = (uintptr_t)(a.map + a.map_bytes);
+    }
+  }
+  if (addr < g_span_lo || addr >= g_span_hi) return nullptr;
+  for (const Arg& a : g_launch.args)
+    if (a.is_buffer && addr >= (uintptr_t)a.map && addr < (uintptr_t)(a.map + a.map_bytes))
+      return &a;
+  return nullptr;
+}
+
+static void report_buffer_oob(const Arg* b, uintptr_t a, bool write, void* pc) {
+  long long index = ((long long)a - (long long)(uintptr_t)b->data) / (long long)b->elem_size;
+  char msg[256];
+  snprintf(msg, sizeof msg, "out-of-bounds %s of buffer '%s' at element %lld (valid 0..%zu)",
+           write ? "write" : "read", b->name.c_str(), index, b->bytes / b->elem_size - 1);
+  const kp_thread* where = t_worker && t_worker->running ? &t_worker->running->pos : nullptr;
+  add_finding(KP_F_OOB, 0, msg, where, pc);
+}
+
+static const TgVar* tg_var_at(const Worker* w, size_t off, const TgVar** before) {
+  *before = nullptr;
+  for (const TgVar& v : w->tg_vars) {
+    if (off >= v.offset && off < v.offset + v.size) return &v;
+    if (v.offset <= off) *before = &v;
+  }
+  return nullptr;
+}
+
+// Accesses by two threads conflict unless a barrier, or a SIMD-group sync of their common SIMD
+// group, separates them.
+static bool conflicts(const Worker* w, uint32_t me, uint16_t other, uint32_t other_simd_epoch) {
+  if (other == 0xFFFF) return true;
+  uint32_t s = me / KP_SIMD_WIDTH;
+  if ((uint32_t)(other - 1) / KP_SIMD_WIDTH != s) return true;
+  return w->simd_epoch[s] == other_simd_epoch;
+}
+
+static void tg_access(Worker* w, size_t off, size_t n, bool write, void* pc) {
+  const TgVar* before;
+  const TgVar* var = tg_var_at(w, off, &before);
+  const kp_thread* where = &w->running->pos;
+  char msg[320];
+  if (!var) {
+    if (before)
+      snprintf(msg, sizeof msg, "out-of-bounds %s of threadgroup variable '%s': byte %zu of a "
+               "%zu-byte variable", write ? "write" : "read", before->name.c_str(),
+               off - before->offset, before->size);
+    else
+      snprintf(msg, sizeof msg, "out-of-bounds %s before the first threadgroup variable",
+               write ? "write" : "read");
+    add_finding(KP_F_OOB, before ? before->line : 0, msg, where, pc);
+    return;
+  }
+  uint32_t me = w->running->pos.linear;
+  uint16_t me1 = (uint16_t)(me + 1);
+  uint32_t se = w->simd_epoch[me / KP_SIMD_WIDTH];
+  for (size_t i = 0; i < n && off + i < w->tg_capacity; i++) {
+    Shadow& sh = w->shadow[off + i];
+    const char* kind = nullptr;
+    unsigned other = 0;
+    if (write) {
+      if (sh.w_epoch == w->epoch && sh.w_thread != me1 && conflicts(w, me, sh.w_thread, sh.w_simd_epoch))
+        kind = "written by thread %u and thread %u", other = sh.w_thread - 1;
+      else if (sh.r_epoch == w->epoch && sh.r_thread != me1 &&
+               conflicts(w, me, sh.r_thread, sh.r_simd_epoch))
+        kind = "read by thread %u and written by thread %u", other = sh.r_thread - 1;
+      sh.w_epoch = w->epoch;
+      sh.w_thread = me1;
+      sh.w_group = w->group_serial;
+      sh.w_simd_epoch = se;
+    } else {
+      if (sh.w_group != w->group_serial) {
+        snprintf(msg, sizeof msg, "read of threadgroup variable '%s' at byte %zu before any thread "
+                 "of the group wrote it", var->name.c_str(), off + i - var->offset);
+        add_finding(KP_F_UNINIT, var->line, msg, where, pc);
+        break;
+      }
+      if (sh.w_epoch == w->epoch && sh.w_thread != me1 && conflicts(w, me, sh.w_thread, sh.w_simd_epoch))
+        kind = "written by thread %u and read by thread %u", other = sh.w_thread - 1;
+      if (sh.r_epoch != w->epoch) {
+        sh.r_epoch = w->epoch;
+        sh.r_thread = me1;
+        sh.r_simd_epoch = se;
+      } else if (sh.r_thread != me1) {
+        sh.r_thread = 0xFFFF;
+      }
+    }
+    if (kind) {
+      char who[96];
+      if (other == 0xFFFE)  // several readers were recorded
+        snprintf(who, sizeof who, "read by several threads and written by thread %u", me);
+      else
+        snprintf(who, sizeof who, kind, other, me);
+      snprintf(msg, sizeof msg, "race on threadgroup variable '%s' byte %zu: %s with no barrier "
+               "between", var->name.c_str(), off + i - var->offset, who);
+      add_finding(KP_F_RACE, var->line, msg, where, pc);
+      break;
+    }
+  }
+}
+
+static inline void on_access(void* p, size_t n, bool write, void* pc) {
+  Worker* w = t_worker;
+  if (!w || !w->running) return;
+  uintptr_t a = (uintptr_t)p;
+  uintptr_t tg = (uintptr_t)w->tg_arena;
+  if (a - tg < w->tg_capacity) return tg_access(w, a - tg, n, write, pc);
+  if (w->dyn_smem && a - (uintptr_t)w->dyn_smem < g_launch.dyn_smem + 64) {
+    if (a + n > (uintptr_t)w->dyn_smem + g_launch.dyn_smem) {
+      char msg[160];
+      snprintf(msg, sizeof msg, "out-of-bounds %s of dynamic shared memory at byte %zu (%zu bytes "
+               "requested at launch)", write ? "write" : "read",
+               (size_t)(a - (uintptr_t)w->dyn_smem), g_launch.dyn_smem);
+      add_finding(KP_F_OOB, 0, msg, &w->running->pos, pc);
+    }
+    return;
+  }
+  const Arg* b = buffer_of(a);
+  if (b && (a < (uintptr_t)b->data || a + n > (uintptr_t)(b->data + b->bytes)))
+    report_buffer_oob(b, a, write, pc);
+}
+
+}  // namespace kp
+
+using kp::on_access;
+#define KP_PC __builtin_return_address(0)
+
+extern "C" {
+void kp_check_access(const void* addr, size_t size, int is_write, unsigned line) {
+  (void)line;
+  kp::Worker* w = kp::t_worker;
+  if (!kp::g_launch.checked || !w || !w->running) return;
+  uintptr_t a = (uintptr_t)addr, tg = (uintptr_t)w->tg_arena;
+  if (a - tg < w->tg_capacity) {
+    // Atomics: bounds only; mark the bytes as written so later plain reads are not "uninitialised".
+    const kp::TgVar* before;
+    if (!kp::tg_var_at(w, a - tg, &before)) return on_access((void*)addr, size, is_write, KP_PC);
+    if (is_write)
+      for (size_t i = 0; i < size; i++) w->shadow[a - tg + i].w_group = w->group_serial;
+    return;
+  }
+  on_access((void*)addr, size, is_write, KP_PC);
+}
+
+void __tsan_init() {}
+void __tsan_func_entry(void*) {}
+void __tsan_func_exit() {}
+void __tsan_ignore_thread_begin() {}
+void __tsan_ignore_thread_end() {}
+#define KP_HOOKS(N)                                                                         \
+  void __tsan_read##N(void* p) { on_access(p, N, false, KP_PC); }                         \
+  void __tsan_write##N(void* p) { on_access(p, N, true, KP_PC); }                         \
+  void __tsan_unaligned_read##N(void* p) { on_access(p, N, false, KP_PC); }               \
+  void __tsan_unaligned_write##N(void* p) { on_access(p, N, true, KP_PC); }               \
+  void __tsan_volatile_read##N(void* p) { on_access(p, N, false, KP_PC); }                \
+  void __tsan_volatile_write##N(void* p) { on_access(p, N, true, KP_PC); }                \
+  void __tsan_unaligned_volatile_read##N(void* p) { on_access(p, N, false, KP_PC); }      \
+  void __tsan_unaligned_volatile_write##N(void* p) { on_access(p, N, true, KP_PC); }
+KP_HOOKS(1)
+KP_HOOKS(2)
+KP_HOOKS(4)
+KP_HOOKS(8)
+KP_HOOKS(16)
+void __tsan_read_range(void* p, unsigned long n) { on_access(p, n, false, KP_PC); }
+void __tsan_write_range(void* p, unsigned long n) { on_access(p, n, true, KP_PC); }
+void __tsan_vptr_read(void**) {}
+void __tsan_vptr_update(void**, void*) {}
+void* __tsan_memcpy(void* d, const void* s, unsigned long n) {
+  on_access((void*)s, n, false, KP_PC);
+  on_access(d, n, true, KP_PC);
+  return memcpy(d, s, n);
+}
+void* __tsan_memmove(void* d, const void* s, unsigned long n) {
+  on_access((void*)s, n, false, KP_PC);
+  on_access(d, n, true, KP_PC);
+  return memmove(d, s, n);
+}
+void* __tsan_memset(void* d, int c, unsigned long n) {
+  on_access(d, n, true, KP_PC);
+  return memset(d, c, n);
+}
+}

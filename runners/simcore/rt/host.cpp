@@ -1,0 +1,402 @@
+// kport-simhost: runs one kernel launch described by a request file, in a child process the
+// Python parent started with limits. It maps the buffers between guard pages, runs threadgroups
+// over a pool of OS threads and writes a JSON result; the parent judges.
+//
+// Request file (one item per line; written by runners/simhost.py):
+//   kernel PATH | groups X Y Z | tg X Y Z | grid X Y Z | nonuniform 0|1 | tg_mem BYTES
+//   dyn_smem BYTES | threads N | checked 0|1 | stack BYTES | result PATH | printf PATH
+//   buffer NAME ELEM_SIZE BYTES in|out|inout PATH      scalar NAME HEXBYTES
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+
+#include "runtime.h"
+
+namespace kp {
+
+Launch g_launch;
+__thread Worker* t_worker = nullptr;
+
+struct Finding {
+  int kind;
+  unsigned line;
+  std::string message;
+  kp_thread where;
+  bool has_where;
+  uintptr_t pc_offset;  // in the kernel library, 0 when unknown
+  unsigned count;
+};
+
+static std::mutex g_mutex;
+static std::vector<Finding> g_findings;
+static std::string g_printf;
+static const size_t kMaxFindings = 200, kMaxPrintf = 1 << 20;
+static bool g_printf_truncated = false;
+static uintptr_t g_lib_base = 0;
+static std::atomic<int> g_finishing{0};
+static double g_t0;
+
+static const char* kind_name(int kind) {
+  switch (kind) {
+    case KP_F_DIVERGENCE: return "divergence";
+    case KP_F_OOB: return "out_of_bounds";
+    case KP_F_RACE: return "race";
+    case KP_F_INVALID: return "invalid";
+    case KP_F_UNSUPPORTED: return "unsupported";
+    case KP_F_LIMIT: return "limit";
+    case KP_F_UNINIT: return "uninitialized";
+    default: return "crash";
+  }
+}
+
+static uintptr_t pc_offset(void* pc) {
+  uintptr_t p = (uintptr_t)pc;
+  return pc && g_lib_base && p > g_lib_base ? p - g_lib_base : 0;
+}
+
+void add_finding(int kind, unsigned line, const char* msg, const kp_thread* where, void* pc) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  uintptr_t off = pc_offset(pc);
+  for (Finding& f : g_findings)
+    if (f.kind == kind && f.line == line && f.pc_offset == off &&
+        (off || line || f.message == msg)) {
+      f.count++;
+      return;
+    }
+  if (g_findings.size() >= kMaxFindings) return;
+  Finding f{kind, line, msg, {}, where != nullptr, off, 1};
+  if (where) f.where = *where;
+  g_findings.push_back(f);
+}
+
+static void json_string(FILE* out, const std::string& s) {
+  fputc('"', out);
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
+    else if (c < 0x20 || c >= 0x7F) fprintf(out, "\\u%04x", c);
+    else fputc(c, out);
+  }
+  fputc('"', out);
+}
+
+static void write_finding(FILE* out, const Finding& f) {
+  fprintf(out, "{\"kind\": \"%s\", \"line\": %u, \"count\": %u, \"pc_offset\": %lu, \"message\": ",
+          kind_name(f.kind), f.line, f.count, (unsigned long)f.pc_offset);
+  json_string(out, f.message);
+  if (f.has_where)
+    fprintf(out, ", \"thread\": [%u, %u, %u], \"group\": [%u, %u, %u]", f.where.tid[0],
+            f.where.tid[1], f.where.tid[2], f.where.gid[0], f.where.gid[1], f.where.gid[2]);
+  fputc('}', out);
+}
+
+static double now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+// The result file is the only verdict channel; the parent never trusts the child's stdout.
+static void write_result(const char* status, const Finding* fatal) {
+  FILE* out = fopen(g_launch.result_path.c_str(), "w");
+  if (!out) _exit(70);
+  fprintf(out, "{\"status\": \"%s\", \"wall_s\": %.6f, \"printf_truncated\": %s,\n \"fatal\": ",
+          status, now() - g_t0, g_printf_truncated ? "true" : "false");
+  if (fatal) write_finding(out, *fatal);
+  else fputs("null", out);
+  fputs(",\n \"findings\": [", out);
+  for (size_t i = 0; i < g_findings.size(); i++) {
+    fputs(i ? ",\n  " : "\n  ", out);
+    write_finding(out, g_findings[i]);
+  }
+  fputs("]}\n", out);
+  fclose(out);
+  FILE* pf = fopen(g_launch.printf_path.c_str(), "w");
+  if (pf) {
+    fwrite(g_printf.data(), 1, g_printf.size(), pf);
+    fclose(pf);
+  }
+}
+
+void finish_fatal(int kind, unsigned line, const char* msg, const kp_thread* where, void* pc) {
+  if (g_finishing.exchange(1)) {
+    for (;;) pause();  // another thread is already writing the result
+  }
+  Finding f{kind, line, msg, {}, where != nullptr, pc_offset(pc), 1};
+  if (where) f.where = *where;
+  write_result("fault", &f);
+  _exit(0);
+}
+
+// ---- buffers -------------------------------------------------------------------------------
+
+static size_t page() { return (size_t)sysconf(_SC_PAGESIZE); }
+static const unsigned char kCanary = 0xA5;
+
+// Place a buffer so that its data ends next to a guard page (overflows fault at once) with
+// canary-filled redzones around it (checked after the run, and bounds-checked in checked mode).
+static void map_buffer(Arg& a) {
+  size_t ps = page();
+  size_t redzone = g_launch.checked ? 4096 : 0;
+  size_t body = a.bytes + 2 * redzone + 64;
+  size_t body_pages = (body + ps - 1) / ps;
+  a.map_bytes = (body_pages + 2) * ps;
+  a.map = (unsigned char*)mmap(nullptr, a.map_bytes, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (a.map == MAP_FAILED) finish_fatal(KP_F_LIMIT, 0, "cannot map a buffer", nullptr, nullptr);
+  mprotect(a.map, ps, PROT_NONE);
+  mprotect(a.map + a.map_bytes - ps, ps, PROT_NONE);
+  a.lo = a.map + ps;
+  a.hi = a.map + a.map_bytes - ps;
+  uintptr_t data_end = (uintptr_t)a.hi - redzone;
+  a.data = (unsigned char*)((data_end - a.bytes) & ~(uintptr_t)63);  // 64-byte aligned start
+  memset(a.lo, kCanary, a.hi - a.lo);
+  FILE* f = fopen(a.path.c_str(), "rb");
+  if (!f || fread(a.data, 1, a.bytes, f) != a.bytes) {
+    std::string msg = "cannot read buffer file for '" + a.name + "'";
+    finish_fatal(KP_F_LIMIT, 0, msg.c_str(), nullptr, nullptr);
+  }
+  fclose(f);
+  a.value_slot = &a.data;
+}
+
+static void check_canaries() {
+  for (Arg& a : g_launch.args) {
+    if (!a.is_buffer) continue;
+    for (unsigned char* p = a.lo; p < a.hi; p++) {
+      if (p >= a.data && p < a.data + a.bytes) { p = a.data + a.bytes - 1; continue; }
+      if (*p == kCanary) continue;
+      long long index = ((long long)(p - a.data)) / (long long)a.elem_size;
+      char msg[256];
+      snprintf(msg, sizeof msg, "out-of-bounds write to buffer '%s' near element %lld "
+               "(valid 0..%zu), found after the run", a.name.c_str(), index,
+               a.bytes / a.elem_size - 1);
+      add_finding(KP_F_OOB, 0, msg, nullptr, nullptr);
+      break;
+    }
+  }
+}
+
+static void write_back() {
+  for (Arg& a : g_launch.args) {
+    if (!a.is_buffer || !a.writes_back) continue;
+    FILE* f = fopen(a.path.c_str(), "r+b");
+    if (!f || fwrite(a.data, 1, a.bytes, f) != a.bytes) {
+      std::string msg = "cannot write buffer file of '" + a.name + "'";
+      finish_fatal(KP_F_LIMIT, 0, msg.c_str(), nullptr, nullptr);
+    }
+    fclose(f);
+  }
+}
+
+// ---- faults --------------------------------------------------------------------------------
+
+static void on_signal(int sig, siginfo_t* info, void* uctx) {
+  void* pc = nullptr;
+#if defined(__x86_64__) && defined(__linux__)
+  pc = (void*)((ucontext_t*)uctx)->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__) && defined(__linux__)
+  pc = (void*)((ucontext_t*)uctx)->uc_mcontext.pc;
+#else
+  (void)uctx;
+#endif
+  const kp_thread* where = t_worker && t_worker->running ? &t_worker->running->pos : nullptr;
+  uintptr_t addr = (uintptr_t)info->si_addr;
+  char msg[256];
+  int kind = 0;
+  if (sig == SIGSEGV || sig == SIGBUS) {
+    const Arg* b = buffer_of(addr);
+    Worker* w = t_worker;
+    if (b) {
+      long long index = ((long long)addr - (long long)(uintptr_t)b->data) / (long long)b->elem_size;
+      snprintf(msg, sizeof msg, "out-of-bounds access to buffer '%s' at element %lld (valid "
+               "0..%zu)", b->name.c_str(), index, b->bytes / b->elem_size - 1);
+      kind = KP_F_OOB;
+    } else if (w && w->stacks && addr >= (uintptr_t)w->stacks &&
+               addr < (uintptr_t)w->stacks + w->stack_stride * w->stack_count) {
+      snprintf(msg, sizeof msg, "stack overflow of a simulated thread (%zu-byte stacks): large "
+               "thread-local arrays or deep recursion", w->stack_size);
+      kind = KP_F_LIMIT;
+    } else {
+      snprintf(msg, sizeof msg, "invalid memory access at address 0x%lx (not a kernel buffer)",
+               (unsigned long)addr);
+      kind = KP_F_OOB;
+    }
+  } else if (sig == SIGFPE) {
+    snprintf(msg, sizeof msg, "arithmetic fault (integer division by zero or overflow)");
+  } else {
+    snprintf(msg, sizeof msg, "the kernel crashed with signal %d", sig);
+  }
+  finish_fatal(kind, 0, msg, where, pc);
+}
+
+static void install_signal_handlers() {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = on_signal;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) sigaction(sig, &sa, nullptr);
+}
+
+static void alt_stack() {
+  stack_t ss;
+  ss.ss_size = 1 << 16;
+  ss.ss_sp = malloc(ss.ss_size);
+  ss.ss_flags = 0;
+  sigaltstack(&ss, nullptr);
+}
+
+// ---- request -------------------------------------------------------------------------------
+
+[[noreturn]] static void bad_request(const std::string& why) {
+  fprintf(stderr, "kport-simhost: bad request: %s\n", why.c_str());
+  exit(64);
+}
+
+static void parse_request(const char* path) {
+  FILE* f = fopen(path, "r");
+  if (!f) bad_request(std::string("cannot open ") + path);
+  char line[8192];
+  Launch& L = g_launch;
+  while (fgets(line, sizeof line, f)) {
+    char key[32], s1[4096], s2[4096], mode[16];
+    unsigned long long a, b, c;
+    if (sscanf(line, "%31s", key) != 1) continue;
+    std::string k = key;
+    if (k == "kernel" && sscanf(line, "%*s %4095s", s1) == 1) L.kernel_path = s1;
+    else if (k == "groups" && sscanf(line, "%*s %llu %llu %llu", &a, &b, &c) == 3)
+      L.groups[0] = a, L.groups[1] = b, L.groups[2] = c;
+    else if (k == "tg" && sscanf(line, "%*s %llu %llu %llu", &a, &b, &c) == 3)
+      L.tg[0] = a, L.tg[1] = b, L.tg[2] = c;
+    else if (k == "grid" && sscanf(line, "%*s %llu %llu %llu", &a, &b, &c) == 3)
+      L.grid_threads[0] = a, L.grid_threads[1] = b, L.grid_threads[2] = c;
+    else if (k == "nonuniform" && sscanf(line, "%*s %llu", &a) == 1) L.nonuniform = a;
+    else if (k == "tg_mem" && sscanf(line, "%*s %llu", &a) == 1) L.tg_mem_limit = a;
+    else if (k == "dyn_smem" && sscanf(line, "%*s %llu", &a) == 1) L.dyn_smem = a;
+    else if (k == "threads" && sscanf(line, "%*s %llu", &a) == 1) L.os_threads = (int)a;
+    else if (k == "checked" && sscanf(line, "%*s %llu", &a) == 1) L.checked = a;
+    else if (k == "stack" && sscanf(line, "%*s %llu", &a) == 1) L.stack_size = a;
+    else if (k == "result" && sscanf(line, "%*s %4095s", s1) == 1) L.result_path = s1;
+    else if (k == "printf" && sscanf(line, "%*s %4095s", s1) == 1) L.printf_path = s1;
+    else if (k == "buffer" &&
+             sscanf(line, "%*s %4095s %llu %llu %15s %4095s", s1, &a, &b, mode, s2) == 5) {
+      Arg arg;
+      arg.name = s1, arg.is_buffer = true, arg.elem_size = a ? a : 1, arg.bytes = b;
+      arg.writes_back = strcmp(mode, "in") != 0, arg.path = s2;
+      L.args.push_back(arg);
+    } else if (k == "scalar" && sscanf(line, "%*s %4095s %4095s", s1, s2) == 2) {
+      Arg arg;
+      arg.name = s1;
+      for (size_t i = 0; s2[i] && s2[i + 1]; i += 2) {
+        unsigned byte;
+        sscanf(s2 + i, "%2x", &byte);
+        arg.scalar.push_back((unsigned char)byte);
+      }
+      arg.scalar.resize((arg.scalar.size() + 15) / 16 * 16 + 16);  // aligned room for any type
+      L.args.push_back(arg);
+    } else {
+      bad_request(std::string("cannot parse line: ") + line);
+    }
+  }
+  fclose(f);
+  if (L.kernel_path.empty() || L.result_path.empty()) bad_request("kernel and result are required");
+}
+
+static void load_kernel() {
+  Launch& L = g_launch;
+  void* lib = dlopen(L.kernel_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) bad_request(std::string("cannot load kernel library: ") + dlerror());
+  L.entry = (void (*)(void**))dlsym(lib, "kp_kernel_entry");
+  L.set_current = (void (*)(kp_thread*))dlsym(lib, "kp_kernel_set_current");
+  const int* sync = (const int*)dlsym(lib, "kp_kernel_needs_sync");
+  if (!L.entry || !L.set_current || !sync) bad_request("kernel library lacks the kp_* entry points");
+  L.needs_sync = *sync;
+  Dl_info info;
+  if (dladdr((void*)L.entry, &info)) g_lib_base = (uintptr_t)info.dli_fbase;
+}
+
+}  // namespace kp
+
+using namespace kp;
+
+extern "C" void kp_report(int kind, unsigned line, const char* msg) {
+  const kp_thread* where = t_worker && t_worker->running ? &t_worker->running->pos : nullptr;
+  add_finding(kind, line, msg, where, __builtin_return_address(0));
+}
+
+extern "C" void kp_fatal(int kind, unsigned line, const char* msg) {
+  const kp_thread* where = t_worker && t_worker->running ? &t_worker->running->pos : nullptr;
+  finish_fatal(kind, line, msg, where, __builtin_return_address(0));
+}
+
+extern "C" int kp_printf(const char* fmt, ...) {
+  char buf[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_printf.size() + strlen(buf) > kMaxPrintf) g_printf_truncated = true;
+  else g_printf += buf;
+  return n;
+}
+
+static std::vector<void** (*)(void)> g_dyn_slots;
+
+extern "C" int kp_register_dyn_smem(void** (*slot)(void)) {
+  g_dyn_slots.push_back(slot);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: kport-simhost REQUEST_FILE\n");
+    return 64;
+  }
+  g_t0 = now();
+  parse_request(argv[1]);
+  install_signal_handlers();
+  alt_stack();
+  load_kernel();
+  for (Arg& a : g_launch.args) {
+    if (a.is_buffer) map_buffer(a);
+    else a.value_slot = a.scalar.data();
+  }
+  for (Arg& a : g_launch.args) g_launch.arg_ptrs.push_back(a.value_slot);
+  uint64_t total = (uint64_t)g_launch.groups[0] * g_launch.groups[1] * g_launch.groups[2];
+  int nthreads = g_launch.os_threads > 0 ? g_launch.os_threads : 1;
+  if ((uint64_t)nthreads > total) nthreads = total ? (int)total : 1;
+  std::atomic<uint64_t> next{0};
+  auto work = [&](int index) {
+    alt_stack();
+    Worker* w = new Worker();
+    w->index = index;
+    t_worker = w;
+    worker_setup(w);
+    for (auto slot : g_dyn_slots) *slot() = w->dyn_smem;
+    for (uint64_t g; (g = next.fetch_add(1)) < total;) {
+      uint32_t gx = g % g_launch.groups[0];
+      uint32_t gy = (g / g_launch.groups[0]) % g_launch.groups[1];
+      uint32_t gz = g / ((uint64_t)g_launch.groups[0] * g_launch.groups[1]);
+      run_group(w, gx, gy, gz);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int i = 1; i < nthreads; i++) pool.emplace_back(work, i);
+  work(0);
+  for (auto& t : pool) t.join();
+  check_canaries();
+  write_back();
+  write_result("ok", nullptr);
+  return 0;
+}

@@ -1,0 +1,118 @@
+// Internal state of the simulator runtime, shared by host.cpp, scheduler.cpp and checks.cpp.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "../include/kport/rt.h"
+#include "fiber.h"
+
+namespace kp {
+
+// One kernel argument as the request file describes it.
+struct Arg {
+  std::string name;
+  bool is_buffer = false;
+  bool writes_back = false;  // out/inout: copied back to its file after the run
+  size_t elem_size = 1;
+  size_t bytes = 0;
+  std::string path;          // buffer contents (in and out)
+  std::vector<unsigned char> scalar;  // scalar bytes
+  // Buffer placement: [guard][lo redzone][data][hi redzone][guard]
+  unsigned char* map = nullptr;
+  size_t map_bytes = 0;
+  unsigned char* data = nullptr;
+  unsigned char* lo = nullptr;  // start of low redzone
+  unsigned char* hi = nullptr;  // end of high redzone
+  void* value_slot = nullptr;   // what args[i] points at
+};
+
+// What the scheduler does with a simulated thread next.
+enum ThreadState : uint8_t { T_READY, T_AT_SIMD, T_AT_BARRIER, T_DONE };
+
+struct SimThread {
+  kp_thread pos;
+  Fiber fiber;
+  ThreadState state = T_READY;
+  uint32_t site = 0;        // line << 12 | column of the sync it waits at
+  uint32_t required = 0;    // CUDA member mask of the collective
+  int pred = 0, op = 0;     // barrier reduction input
+  int reduced = 0;          // barrier reduction output
+  uint64_t mask = 0;        // participants of the last collective
+  unsigned char slot[KP_SLOT_BYTES];
+};
+
+// A threadgroup/__shared__ variable placed in the group arena.
+struct TgVar {
+  const void* site;
+  size_t offset, size;
+  std::string name;
+  unsigned line;
+};
+
+// Per-byte shadow of threadgroup memory for race and uninitialised-read checks.
+struct Shadow {
+  uint32_t w_epoch, r_epoch, w_group;
+  uint16_t w_thread, r_thread;  // linear id + 1; r_thread 0xFFFF = several readers
+  uint32_t w_simd_epoch, r_simd_epoch;
+};
+
+// One OS thread of the pool: runs whole threadgroups, one at a time.
+struct Worker {
+  int index = 0;
+  std::vector<SimThread> threads;
+  std::vector<std::vector<unsigned char>> simd_snap;  // per simd group: 32 slots
+  std::vector<uint32_t> simd_epoch;
+  Fiber main_fiber;
+  SimThread* running = nullptr;
+  unsigned char* tg_arena = nullptr;  // threadgroup memory (+ redzones in checked mode)
+  size_t tg_capacity = 0, tg_used = 0, tg_limit = 0;
+  std::vector<TgVar> tg_vars;
+  unsigned char* dyn_smem = nullptr;
+  std::vector<Shadow> shadow;        // checked mode: one per arena byte
+  uint32_t epoch = 0;                // bumps at every group start and barrier
+  uint32_t group_serial = 0;
+  char* stacks = nullptr;
+  size_t stack_size = 0, stack_stride = 0, stack_count = 0;
+};
+
+struct Launch {
+  std::string kernel_path;
+  uint32_t groups[3] = {1, 1, 1};
+  uint32_t tg[3] = {1, 1, 1};
+  uint32_t grid_threads[3] = {1, 1, 1};
+  bool nonuniform = false;     // Metal dispatchThreads: edge groups are clipped to grid_threads
+  size_t tg_mem_limit = 32768;
+  size_t dyn_smem = 0;
+  int os_threads = 1;
+  bool checked = false;        // kernel built with access instrumentation
+  size_t stack_size = 128 * 1024;
+  std::string result_path, printf_path;
+  std::vector<Arg> args;
+  std::vector<void*> arg_ptrs;
+  // from the kernel library
+  void (*entry)(void**) = nullptr;
+  void (*set_current)(kp_thread*) = nullptr;
+  int needs_sync = 1;
+  std::string dialect;
+};
+
+extern Launch g_launch;
+extern __thread Worker* t_worker;
+
+// host.cpp
+void add_finding(int kind, unsigned line, const char* msg, const kp_thread* where, void* pc);
+[[noreturn]] void finish_fatal(int kind, unsigned line, const char* msg, const kp_thread* where,
+                               void* pc);
+
+// scheduler.cpp
+void worker_setup(Worker* w);
+void run_group(Worker* w, uint32_t gx, uint32_t gy, uint32_t gz);
+
+// checks.cpp
+const Arg* buffer_of(uintptr_t addr);  // buffer whose guarded span holds addr, or null
+
+}  // namespace kp

@@ -1,0 +1,276 @@
+// Runs one threadgroup on one OS thread: its threads are fibers; barriers and SIMD-group
+// collectives are rendezvous points resolved when every fiber of the group has blocked or ended.
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+namespace kp {
+
+static const size_t kTgRedzone = 64;  // checked mode: gap after each threadgroup variable
+
+static size_t page_size() { return (size_t)sysconf(_SC_PAGESIZE); }
+
+static uint32_t group_threads() { return g_launch.tg[0] * g_launch.tg[1] * g_launch.tg[2]; }
+
+void worker_setup(Worker* w) {
+  uint32_t n = group_threads();
+  w->threads.resize(n);
+  uint32_t nsimd = (n + KP_SIMD_WIDTH - 1) / KP_SIMD_WIDTH;
+  w->simd_snap.assign(nsimd, std::vector<unsigned char>(KP_SIMD_WIDTH * KP_SLOT_BYTES));
+  w->simd_epoch.assign(nsimd, 0);
+  // Arena: room for the limit, plus redzones between variables when checked.
+  w->tg_limit = g_launch.tg_mem_limit;
+  w->tg_capacity = g_launch.tg_mem_limit * (g_launch.checked ? 2 : 1) + 64 * kTgRedzone;
+  w->tg_arena = (unsigned char*)aligned_alloc(64, (w->tg_capacity + 63) / 64 * 64);
+  if (g_launch.dyn_smem)
+    w->dyn_smem = (unsigned char*)aligned_alloc(64, (g_launch.dyn_smem + kTgRedzone + 63) / 64 * 64);
+  if (g_launch.checked) w->shadow.assign(w->tg_capacity, Shadow{});
+  if (!g_launch.needs_sync) return;
+  size_t ps = page_size();
+  w->stack_size = (g_launch.stack_size + ps - 1) / ps * ps;
+  w->stack_stride = w->stack_size + ps;  // one guard page below each stack
+  w->stack_count = n;
+  w->stacks = (char*)mmap(nullptr, w->stack_stride * n, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (w->stacks == MAP_FAILED) finish_fatal(KP_F_LIMIT, 0, "cannot map fiber stacks", nullptr, nullptr);
+  for (uint32_t i = 0; i < n; i++) {
+    char* base = w->stacks + i * w->stack_stride;
+    mprotect(base, ps, PROT_NONE);
+    w->threads[i].fiber.stack_lo = base + ps;
+    w->threads[i].fiber.stack_size = w->stack_size;
+  }
+}
+
+static void fiber_main(void* p) {
+  SimThread* t = (SimThread*)p;
+  g_launch.entry(g_launch.arg_ptrs.data());
+  t->state = T_DONE;
+  fiber_switch(&t->fiber, &t_worker->main_fiber);
+  __builtin_unreachable();
+}
+
+static void set_running(Worker* w, SimThread* t) {
+  w->running = t;
+  g_launch.set_current(&t->pos);
+}
+
+static void report_at(int kind, unsigned line, const kp_thread* where, const char* fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void report_at(int kind, unsigned line, const kp_thread* where, const char* fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  add_finding(kind, line, msg, where, nullptr);
+}
+
+// Resolve the waiting collectives of every SIMD group whose lanes have all blocked or ended.
+// Lanes waiting at the same site form the active set of that collective (Metal semantics);
+// a CUDA member mask names lanes that must be there.
+static bool resolve_simd(Worker* w, uint32_t n) {
+  bool progressed = false;
+  for (uint32_t base = 0, s = 0; base < n; base += KP_SIMD_WIDTH, s++) {
+    bool resolved = false;
+    uint32_t end = base + KP_SIMD_WIDTH < n ? base + KP_SIMD_WIDTH : n;
+    uint64_t waiting = 0;
+    for (uint32_t i = base; i < end; i++)
+      if (w->threads[i].state == T_AT_SIMD) waiting |= 1ull << (i - base);
+    while (waiting) {
+      SimThread* first = &w->threads[base + __builtin_ctzll(waiting)];
+      uint64_t mask = 0;
+      for (uint32_t i = base; i < end; i++)
+        if (w->threads[i].state == T_AT_SIMD && w->threads[i].site == first->site)
+          mask |= 1ull << (i - base);
+      uint32_t required = first->required;
+      uint64_t existing = end - base == 64 ? ~0ull : ((1ull << (end - base)) - 1);
+      uint64_t missing = required & existing & ~mask;
+      if (missing) {
+        report_at(KP_F_DIVERGENCE, first->site >> 12, &first->pos,
+                  "warp collective with member mask 0x%08x reached by lanes 0x%08llx only; "
+                  "lanes 0x%08llx of the mask exited or are elsewhere",
+                  required, (unsigned long long)mask, (unsigned long long)missing);
+      }
+      unsigned char* snap = w->simd_snap[s].data();
+      for (uint64_t m = mask; m; m &= m - 1) {
+        uint32_t lane = __builtin_ctzll(m);
+        SimThread* t = &w->threads[base + lane];
+        memcpy(snap + lane * KP_SLOT_BYTES, t->slot, KP_SLOT_BYTES);
+        t->mask = mask;
+        t->state = T_READY;
+      }
+      waiting &= ~mask;
+      resolved = progressed = true;
+    }
+    if (resolved) w->simd_epoch[s]++;
+  }
+  return progressed;
+}
+
+// Every live thread waits at a barrier: release them all, reporting any divergence.
+static void resolve_barrier(Worker* w, uint32_t n) {
+  uint32_t live = 0, done = 0, count = 0, site = 0, other_site = 0, at_site = 0;
+  const kp_thread* first = nullptr;
+  int op = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    SimThread* t = &w->threads[i];
+    if (t->state == T_DONE) { done++; continue; }
+    live++;
+    if (!first) { first = &t->pos; site = t->site; op = t->op; }
+    if (t->site == site) at_site++;
+    else if (!other_site) other_site = t->site;
+    count += t->pred != 0;
+  }
+  if (other_site) {
+    report_at(KP_F_DIVERGENCE, site >> 12, first,
+              "threads of one group wait at different barriers (line %u and line %u); "
+              "every thread must reach the same barrier",
+              site >> 12, other_site >> 12);
+  } else if (done) {
+    report_at(KP_F_DIVERGENCE, site >> 12, first,
+              "barrier reached by %u of %u threads of the group; %u threads had already "
+              "returned (on a GPU this is undefined behaviour)", at_site, n, done);
+  }
+  int reduced = op == 1 ? (int)count : op == 2 ? count == live : op == 3 ? count > 0 : 0;
+  for (uint32_t i = 0; i < n; i++) {
+    SimThread* t = &w->threads[i];
+    if (t->state != T_AT_BARRIER) continue;
+    t->reduced = reduced;
+    t->state = T_READY;
+  }
+  w->epoch++;
+}
+
+void run_group(Worker* w, uint32_t gx, uint32_t gy, uint32_t gz) {
+  const Launch& L = g_launch;
+  uint32_t g[3] = {gx, gy, gz}, size[3];
+  for (int d = 0; d < 3; d++) {
+    size[d] = L.tg[d];
+    if (L.nonuniform && g[d] * L.tg[d] + L.tg[d] > L.grid_threads[d])
+      size[d] = L.grid_threads[d] - g[d] * L.tg[d];
+  }
+  uint32_t n = size[0] * size[1] * size[2];
+  uint32_t nsimd = (n + KP_SIMD_WIDTH - 1) / KP_SIMD_WIDTH;
+  for (uint32_t i = 0; i < n; i++) {
+    SimThread* t = &w->threads[i];
+    kp_thread* p = &t->pos;
+    p->tid[0] = i % size[0];
+    p->tid[1] = (i / size[0]) % size[1];
+    p->tid[2] = i / (size[0] * size[1]);
+    for (int d = 0; d < 3; d++) {
+      p->gid[d] = g[d];
+      p->tg_size[d] = size[d];
+      p->tg_dispatch[d] = L.tg[d];
+      p->grid[d] = L.grid_threads[d];
+      p->ngroups[d] = L.groups[d];
+    }
+    p->linear = i;
+    p->lane = i % KP_SIMD_WIDTH;
+    p->simd = i / KP_SIMD_WIDTH;
+    p->nsimd = nsimd;
+    p->simd_lanes = (p->simd + 1) * KP_SIMD_WIDTH <= n ? KP_SIMD_WIDTH : n % KP_SIMD_WIDTH;
+    t->state = T_READY;
+  }
+  // Threadgroup memory is uninitialised on a GPU: poison it so reads of unwritten data show.
+  memset(w->tg_arena, 0xFF, w->tg_used);
+  if (w->dyn_smem) memset(w->dyn_smem, 0xFF, L.dyn_smem);
+  w->group_serial++;
+  w->epoch++;
+
+  if (!L.needs_sync) {
+    for (uint32_t i = 0; i < n; i++) {
+      set_running(w, &w->threads[i]);
+      L.entry(g_launch.arg_ptrs.data());
+    }
+    w->running = nullptr;
+    return;
+  }
+  for (uint32_t i = 0; i < n; i++) fiber_init(&w->threads[i].fiber, fiber_main, &w->threads[i]);
+  for (;;) {
+    for (uint32_t i = 0; i < n; i++) {
+      SimThread* t = &w->threads[i];
+      if (t->state != T_READY) continue;
+      set_running(w, t);
+      fiber_switch(&w->main_fiber, &t->fiber);
+    }
+    w->running = nullptr;
+    if (resolve_simd(w, n)) continue;
+    bool any_live = false;
+    for (uint32_t i = 0; i < n && !any_live; i++) any_live = w->threads[i].state != T_DONE;
+    if (!any_live) break;
+    resolve_barrier(w, n);
+  }
+}
+
+}  // namespace kp
+
+using namespace kp;
+
+static SimThread* current_or_die(const char* what, unsigned line) {
+  Worker* w = t_worker;
+  if (!w || !w->running) finish_fatal(KP_F_UNSUPPORTED, line, what, nullptr, nullptr);
+  if (!g_launch.needs_sync) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s called, but the kernel was built without fiber support "
+             "(internal: its sync scan missed this call)", what);
+    finish_fatal(KP_F_UNSUPPORTED, line, msg, &w->running->pos, nullptr);
+  }
+  return w->running;
+}
+
+extern "C" uint64_t kp_simd_sync(const void* value, unsigned size, unsigned line, unsigned column,
+                                 uint32_t required, const unsigned char** snapshot) {
+  SimThread* t = current_or_die("a SIMD-group collective", line);
+  Worker* w = t_worker;
+  if (size > KP_SLOT_BYTES) finish_fatal(KP_F_UNSUPPORTED, line, "collective payload too large",
+                                         &t->pos, nullptr);
+  if (size) memcpy(t->slot, value, size);
+  t->state = T_AT_SIMD;
+  t->site = line << 12 | (column & 0xFFF);
+  t->required = required;
+  fiber_switch(&t->fiber, &w->main_fiber);
+  *snapshot = w->simd_snap[t->pos.simd].data();
+  return t->mask;
+}
+
+extern "C" int kp_barrier(unsigned line, unsigned column, int pred, int op) {
+  SimThread* t = current_or_die("a threadgroup barrier", line);
+  t->state = T_AT_BARRIER;
+  t->site = line << 12 | (column & 0xFFF);
+  t->pred = pred;
+  t->op = op;
+  fiber_switch(&t->fiber, &t_worker->main_fiber);
+  return t->reduced;
+}
+
+extern "C" void* kp_tg_alloc(const void* site, size_t size, size_t align, const char* name,
+                             unsigned line) {
+  Worker* w = t_worker;
+  for (const TgVar& v : w->tg_vars)
+    if (v.site == site) return w->tg_arena + v.offset;
+  size_t accounted = size;
+  for (const TgVar& v : w->tg_vars) accounted += v.size;
+  if (accounted > w->tg_limit) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "threadgroup memory: '%s' (%zu bytes) brings the group's total to "
+             "%zu bytes, over the limit of %zu bytes", name, size, accounted, w->tg_limit);
+    finish_fatal(KP_F_LIMIT, line, msg, w->running ? &w->running->pos : nullptr, nullptr);
+  }
+  if (align < 16) align = 16;
+  size_t offset = (w->tg_used + align - 1) / align * align;
+  if (offset + size + kTgRedzone > w->tg_capacity)
+    finish_fatal(KP_F_LIMIT, line, "threadgroup memory: too many variables for the arena",
+                 w->running ? &w->running->pos : nullptr, nullptr);
+  w->tg_used = offset + size + (g_launch.checked ? kTgRedzone : 0);
+  w->tg_vars.push_back(TgVar{site, offset, size, name, line});
+  memset(w->tg_arena + offset, 0xFF, w->tg_used - offset);
+  return w->tg_arena + offset;
+}
+
+extern "C" void* kp_dyn_smem(void) { return t_worker->dyn_smem; }
+extern "C" size_t kp_dyn_smem_size(void) { return g_launch.dyn_smem; }

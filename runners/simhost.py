@@ -1,0 +1,191 @@
+"""Run one simulated launch in a child process with limits; the parent reads the verdict.
+
+The child is `kport-simhost`: it gets a request file and buffer files in a private temp folder,
+a scrubbed environment, CPU-time, address-space, file-size and core limits, and a wall-clock
+timeout. Its result is a JSON file; its stdout is never trusted. A crash ends only the child.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from runners.settings import Settings, load_settings
+from runners.simbuild import host_executable
+
+ERROR_KINDS = {"divergence", "out_of_bounds", "race", "invalid", "unsupported", "limit",
+               "uninitialized", "crash", "timeout"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Something the simulator saw go wrong in the kernel, located where it could be."""
+
+    kind: str  # one of ERROR_KINDS
+    message: str
+    line: int = 0  # in the user's source, 0 when unknown
+    file: str = ""
+    thread: tuple[int, int, int] | None = None
+    group: tuple[int, int, int] | None = None
+    count: int = 1
+
+    def __str__(self) -> str:
+        where = f"{self.file or 'line'}:{self.line}: " if self.line else ""
+        at = f" (thread {self.thread}, group {self.group})" if self.thread else ""
+        more = f" [x{self.count}]" if self.count > 1 else ""
+        return f"{where}{self.kind}: {self.message}{at}{more}"
+
+
+@dataclass
+class BufferArg:
+    name: str
+    data: np.ndarray  # contents before the launch; written-back buffers are re-read after
+    mode: str  # in | out | inout
+
+
+@dataclass
+class ScalarArg:
+    name: str
+    raw: bytes
+
+
+@dataclass
+class LaunchSpec:
+    """Geometry in groups; ``grid_threads`` bounds non-uniform (Metal) edge groups."""
+
+    groups: tuple[int, int, int]
+    threadgroup: tuple[int, int, int]
+    grid_threads: tuple[int, int, int]
+    nonuniform: bool
+    tg_mem_limit: int
+    dyn_smem: int = 0
+    checked: bool = True
+
+
+@dataclass
+class LaunchResult:
+    status: str  # ok | fault | timeout | crash
+    findings: list[Finding] = field(default_factory=list)
+    outputs: dict[str, np.ndarray] = field(default_factory=dict)
+    printf: str = ""
+    wall_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok" and not self.findings
+
+
+def _limits(memory_bytes: int, file_bytes: int, cpu_seconds: int):
+    def apply():
+        os.setsid()  # own process group: a timeout kills every thread of it
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
+    return apply
+
+
+def _scratch_root() -> str | None:
+    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+
+
+def _addr2line(library: Path, findings: list[dict]) -> dict[int, tuple[str, int]]:
+    """Map code offsets in the kernel library to (file, line) with binutils' addr2line."""
+    offsets = sorted({f["pc_offset"] for f in findings if f.get("pc_offset")})
+    tool = shutil.which("addr2line")
+    if not offsets or not tool:
+        return {}
+    proc = subprocess.run([tool, "-e", str(library), *[hex(o - 1) for o in offsets]],
+                          capture_output=True, text=True, timeout=30)
+    located = {}
+    for off, text in zip(offsets, proc.stdout.splitlines(), strict=False):
+        file, _, line = text.rpartition(":")
+        if line.split(" ")[0].isdigit() and int(line.split(" ")[0]) > 0:
+            located[off] = (file, int(line.split(" ")[0]))
+    return located
+
+
+def _findings(raw: dict, library: Path) -> list[Finding]:
+    items = list(raw.get("findings") or [])
+    if raw.get("fatal"):
+        items.append(raw["fatal"])
+    located = _addr2line(library, items)
+    out = []
+    for item in items:
+        file, line = located.get(item.get("pc_offset", 0), ("", item.get("line", 0)))
+        thread, group = item.get("thread"), item.get("group")
+        out.append(Finding(item["kind"], item["message"], line, file,
+                           tuple(thread) if thread else None, tuple(group) if group else None,
+                           item.get("count", 1)))
+    return out
+
+
+def run_launch(library: Path, spec: LaunchSpec, args: list[BufferArg | ScalarArg],
+               settings: Settings | None = None, timeout: float | None = None) -> LaunchResult:
+    """Run the kernel library once in a child process; returns outputs and findings."""
+    settings = settings or load_settings()
+    host = host_executable(settings)
+    timeout = timeout or settings.sim_timeout
+    threads = settings.sim_threads or os.cpu_count() or 1
+    buffer_bytes = sum(a.data.nbytes for a in args if isinstance(a, BufferArg))
+    with tempfile.TemporaryDirectory(prefix="kport-launch-", dir=_scratch_root()) as tmp:
+        work = Path(tmp)
+        lines = [f"kernel {library}", "groups {} {} {}".format(*spec.groups),
+                 "tg {} {} {}".format(*spec.threadgroup),
+                 "grid {} {} {}".format(*spec.grid_threads),
+                 f"nonuniform {int(spec.nonuniform)}", f"tg_mem {spec.tg_mem_limit}",
+                 f"dyn_smem {spec.dyn_smem}", f"threads {threads}",
+                 f"checked {int(spec.checked)}", f"result {work / 'result.json'}",
+                 f"printf {work / 'printf.txt'}"]
+        for i, arg in enumerate(args):
+            if isinstance(arg, BufferArg):
+                path = work / f"buf{i}.bin"
+                np.ascontiguousarray(arg.data).tofile(path)
+                lines.append(f"buffer {arg.name} {arg.data.itemsize} {arg.data.nbytes} "
+                             f"{arg.mode} {path}")
+            else:
+                lines.append(f"scalar {arg.name} {arg.raw.hex() or '00'}")
+        (work / "request.txt").write_text("\n".join(lines) + "\n")
+        limits = _limits(memory_bytes=max(8 << 30, 6 * buffer_bytes + (2 << 30)),
+                         file_bytes=max(64 << 20, 2 * buffer_bytes),
+                         cpu_seconds=int(timeout * 4) + 5)
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C"}
+        proc = subprocess.Popen([str(host), str(work / "request.txt")], cwd=work, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=limits)
+        try:
+            _, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            msg = (f"the launch did not finish in {timeout:g} s (an infinite loop, a spin-wait "
+                   "on another threadgroup, or too much work for the simulator)")
+            return LaunchResult("timeout", [Finding("timeout", msg)])
+        result_file = work / "result.json"
+        if proc.returncode == 64:
+            raise RuntimeError(f"simulator host rejected its request (a kport bug): {stderr!r}")
+        if not result_file.is_file():
+            sig = -proc.returncode if proc.returncode < 0 else None
+            why = f"signal {signal.Signals(sig).name}" if sig else f"exit code {proc.returncode}"
+            msg = f"the simulated launch died ({why}) before reporting; memory or CPU limit?"
+            return LaunchResult("crash", [Finding("crash", msg)])
+        raw = json.loads(result_file.read_text())
+        printf = (work / "printf.txt").read_text(errors="replace") if (
+            work / "printf.txt").is_file() else ""
+        result = LaunchResult(raw["status"], _findings(raw, library), printf=printf,
+                              wall_s=raw.get("wall_s", 0.0))
+        if raw["status"] == "ok":
+            for i, arg in enumerate(args):
+                if isinstance(arg, BufferArg) and arg.mode != "in":
+                    flat = np.fromfile(work / f"buf{i}.bin", dtype=arg.data.dtype)
+                    result.outputs[arg.name] = flat.reshape(arg.data.shape)
+        return result

@@ -1,0 +1,311 @@
+"""Token-level source rewrites that make Metal and CUDA kernel source compile as C++.
+
+tree-sitter-cpp tokenizes (so comments and strings are never touched); the rewrites work on the
+token stream because Metal's address spaces make the C++ parse unreliable. Every rewrite keeps
+the number of newlines, so compiler diagnostics still point at the user's lines.
+
+- ``threadgroup T x[N];`` / ``__shared__ T x[N];`` -> a reference to storage of the running group
+  from ``kp_tg_alloc`` (one per declaration and template instantiation).
+- ``extern __shared__ T x[];`` -> a pointer to the launch's dynamic shared memory.
+- Metal address-space words in types vanish; vector/matrix constructors and casts become
+  ``kp::make<V>(...)`` / ``kp::convert<V>(...)`` (clang has no Metal-style constructors).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+import tree_sitter_cpp
+from tree_sitter import Language, Parser
+
+from runners.errors import KportError
+
+ADDRESS_SPACES = {"device", "constant", "thread", "threadgroup", "threadgroup_imageblock"}
+_SCALARS = ["float", "half", "bfloat", "int", "uint", "short", "ushort", "char", "uchar",
+            "long", "ulong", "bool"]
+VECTOR_TYPES = {f"{s}{n}" for s in _SCALARS for n in (2, 3, 4)}
+VECTOR_TYPES |= {f"packed_{s}{n}" for s in _SCALARS for n in (2, 3, 4)}
+MATRIX_TYPES = {f"{s}{c}x{r}" for s in ("float", "half", "bfloat") for c in (2, 3, 4)
+                for r in (2, 3, 4)}
+CONSTRUCTIBLE = VECTOR_TYPES | MATRIX_TYPES
+_ATOMIC = {"comment", "string_literal", "char_literal", "raw_string_literal",
+           "system_lib_string", "concatenated_string"}
+
+
+class SourceError(KportError):
+    """A construct the rewrite cannot handle; names the construct and its line."""
+
+
+@dataclass
+class Tok:
+    text: str
+    start: int
+    end: int
+    line: int  # 1-based
+    kind: str
+
+
+@functools.lru_cache(maxsize=1)
+def _parser() -> Parser:
+    return Parser(Language(tree_sitter_cpp.language()))
+
+
+def tokenize(src: str) -> list[Tok]:
+    """Leaf tokens of ``src`` (byte offsets into its UTF-8 encoding), comments excluded."""
+    data = src.encode()
+    toks: list[Tok] = []
+    stack = [_parser().parse(data).root_node]
+    while stack:
+        node = stack.pop()
+        if node.child_count == 0 or node.type in _ATOMIC:
+            if node.type != "comment" and node.end_byte > node.start_byte:
+                text = data[node.start_byte:node.end_byte].decode(errors="replace")
+                toks.append(Tok(text, node.start_byte, node.end_byte, node.start_point[0] + 1,
+                                node.type))
+            continue
+        stack.extend(reversed(node.children))
+    toks.sort(key=lambda t: t.start)
+    return toks
+
+
+class _Editor:
+    """Collects non-overlapping replacements; applies them keeping every newline."""
+
+    def __init__(self, src: str):
+        self.data = src.encode()
+        self.edits: list[tuple[int, int, str]] = []
+
+    def replace(self, start: int, end: int, text: str) -> None:
+        missing = self.data[start:end].count(b"\n") - text.count("\n")
+        self.edits.append((start, end, text + "\n" * max(0, missing)))
+
+    def result(self) -> str:
+        out, pos = [], 0
+        for start, end, text in sorted(self.edits):
+            if start < pos:
+                continue  # overlapping edit: the earlier one wins
+            out.append(self.data[pos:start])
+            out.append(text.encode())
+            pos = end
+        out.append(self.data[pos:])
+        return b"".join(out).decode()
+
+
+def _statement_end(toks: list[Tok], i: int) -> int:
+    depth = 0
+    for j in range(i, len(toks)):
+        t = toks[j].text
+        if t in "([{":
+            depth += 1
+        elif t in ")]}":
+            depth -= 1
+        elif t == ";" and depth == 0:
+            return j
+    raise SourceError(f"line {toks[i].line}: declaration without a closing ';'")
+
+
+_DECL_PREFIX = {"static", "extern", "volatile", "const", "inline"}
+
+
+def _storage_statement(toks: list[Tok], i: int) -> tuple[int, int] | None:
+    """(first, last) token indices of the storage declaration whose storage word is toks[i], or
+    None when the word qualifies a pointer/reference type, a parameter or a cast."""
+    start = i
+    while start > 0 and toks[start - 1].text in _DECL_PREFIX:
+        start -= 1
+    if start > 0 and toks[start - 1].text in ("(", ",", "<"):
+        return None
+    depth = 0
+    for j in range(i + 1, len(toks)):
+        t = toks[j].text
+        if t in "([{":
+            depth += 1
+        elif t in ")]}":
+            if depth == 0:
+                return None
+            depth -= 1
+        elif depth == 0 and t in ("*", "&", "&&"):
+            return None
+        elif depth == 0 and t == ";":
+            return start, j
+    return None
+
+
+def _split_top(toks: list[Tok], sep: str) -> list[list[Tok]]:
+    parts, depth, cur = [], 0, []
+    for t in toks:
+        if t.text in "([{<":
+            depth += 1
+        elif t.text in ")]}>":
+            depth -= 1
+        if t.text == sep and depth == 0:
+            parts.append(cur)
+            cur = []
+        else:
+            cur.append(t)
+    parts.append(cur)
+    return parts
+
+
+def _join(toks: list[Tok]) -> str:
+    out = ""
+    for t in toks:
+        if out and (out[-1].isalnum() or out[-1] == "_") and (t.text[0].isalnum() or
+                                                               t.text[0] == "_"):
+            out += " "
+        out += t.text
+    return out
+
+
+_ALIGN = re.compile(r"(?:alignas\s*\(\s*(\d+)\s*\)|__align__\s*\(\s*(\d+)\s*\)|"
+                    r"__attribute__\s*\(\s*\(\s*aligned\s*\(\s*(\d+)\s*\)\s*\)\s*\))")
+
+
+def _group_storage_decl(toks: list[Tok], word: str, scope_is_file: bool) -> str:
+    """Replacement text for one ``threadgroup``/``__shared__`` declaration statement."""
+    line = toks[0].line
+    text = _join(toks)
+    align = next((int(g) for m in _ALIGN.finditer(text) for g in m.groups() if g), 0)
+    body = [t for t in toks if t.text not in (word, "static", ";")]
+    body_text = _ALIGN.sub("", _join(body)).strip()
+    is_extern = body and body[0].text == "extern"
+    if is_extern:
+        body_text = body_text[len("extern"):].strip()
+    m = re.fullmatch(r"(?P<type>.+?)\s*\b(?P<name>[A-Za-z_]\w*)\s*(?P<dims>(?:\[[^\]]*\]\s*)*)",
+                     body_text.split(",")[0].split("=")[0].strip(), re.S)
+    if not m or "," in body_text or "=" in body_text:
+        raise SourceError(f"line {line}: cannot handle this {word} declaration: `{text}`; "
+                          "declare one variable per statement, without an initializer")
+    type_, name, dims = m["type"].strip(), m["name"], m["dims"].replace(" ", "")
+    if is_extern:
+        if dims != "[]":
+            raise SourceError(f"line {line}: extern {word} `{name}` must be an unsized array")
+        if scope_is_file:
+            return (f"static __thread {type_}* {name}; static int __kp_dyn_{name} = "
+                    f"kp_register_dyn_smem([]() -> void** {{ return (void**)&{name}; }});")
+        return f"{type_}* {name} = reinterpret_cast<{type_}*>(kp_dyn_smem());"
+    if scope_is_file:
+        raise SourceError(f"line {line}: file-scope {word} variable `{name}` is not supported; "
+                          "declare it inside the kernel")
+    if dims.endswith("[]"):
+        raise SourceError(f"line {line}: {word} array `{name}` needs a size")
+    alias = f"__kp_T_{name}"
+    align_arg = f"{align}" if align else f"alignof({alias})"
+    return (f"using {alias} = {type_}{dims}; static char __kp_site_{name}; {alias}& {name} = "
+            f"*reinterpret_cast<{alias}*>(kp_tg_alloc(&__kp_site_{name}, sizeof({alias}), "
+            f"{align_arg}, \"{name}\", {line}));")
+
+
+def _scopes(toks: list[Tok]) -> list[bool]:
+    """For each token: is it at file scope (outside every function body)?"""
+    out, stack = [], []  # stack of bools: brace opens a namespace/extern/class (True) or body
+    for i, t in enumerate(toks):
+        out.append(all(stack))
+        if t.text == "{":
+            prev = [x.text for x in toks[max(0, i - 3):i]]
+            opens_ns = any(p in ("namespace", '"C"', "struct", "class", "union", "enum")
+                           for p in prev) or (prev and prev[-1] == "=")
+            stack.append(bool(opens_ns))
+        elif t.text == "}" and stack:
+            stack.pop()
+    return out
+
+
+def rewrite_group_storage(src: str, word: str) -> str:
+    """Rewrite ``threadgroup``/``__shared__`` storage declarations (see module docstring)."""
+    toks = tokenize(src)
+    file_scope = _scopes(toks)
+    ed = _Editor(src)
+    i = 0
+    while i < len(toks):
+        span = _storage_statement(toks, i) if toks[i].text == word else None
+        if span:
+            first, last = span
+            stmt = toks[first:last + 1]
+            ed.replace(stmt[0].start, stmt[-1].end, _group_storage_decl(stmt, word, file_scope[i]))
+            i = last + 1
+            continue
+        i += 1
+    return ed.result()
+
+
+def strip_address_spaces(src: str) -> str:
+    """Remove Metal address-space words left in types (parameters, pointers, casts)."""
+    ed = _Editor(src)
+    for t in tokenize(src):
+        if t.text in ADDRESS_SPACES:
+            ed.replace(t.start, t.end, " " * len(t.text))
+    return ed.result()
+
+
+def _operand_end(toks: list[Tok], i: int) -> int:
+    """Index after the unary expression starting at toks[i] (the operand of a cast)."""
+    while i < len(toks) and toks[i].text in ("-", "+", "!", "~", "*", "&", "++", "--"):
+        i += 1
+    if i >= len(toks):
+        return i
+
+    def skip_group(j: int) -> int:
+        depth = 0
+        for k in range(j, len(toks)):
+            if toks[k].text in "([{":
+                depth += 1
+            elif toks[k].text in ")]}":
+                depth -= 1
+                if depth == 0:
+                    return k + 1
+        return len(toks)
+
+    if toks[i].text == "(":
+        i = skip_group(i)
+        if i < len(toks) and toks[i - 1].text == ")" and toks[i].text not in (
+                "[", ".", "->", "(", "++", "--"):
+            return i
+    else:
+        i += 1
+        while i + 1 < len(toks) and toks[i].text == "::":
+            i += 2
+    while i < len(toks):
+        t = toks[i].text
+        if t in ("[", "("):
+            i = skip_group(i)
+        elif t in (".", "->") and i + 1 < len(toks):
+            i += 2
+        elif t in ("++", "--"):
+            i += 1
+        else:
+            break
+    return i
+
+
+_EXPR_AFTER = {"=", "(", ",", "return", "{", "[", "?", ":", "+", "-", "*", "/", "%", "<", ">",
+               "<=", ">=", "==", "!=", "&&", "||", "!", "&", "|", "^", "+=", "-=", "*=", "/=",
+               "<<", ">>", "~", ";", "}"}
+
+
+def rewrite_metal_constructors(src: str) -> str:
+    """``float4(a, b)`` -> ``kp::make<float4>(a, b)``; ``(half4)x`` and ``static_cast<half4>(x)``
+    -> ``kp::convert<half4>(...)``."""
+    toks = tokenize(src)
+    ed = _Editor(src)
+    for i, t in enumerate(toks):
+        name = t.text
+        nxt = toks[i + 1].text if i + 1 < len(toks) else ""
+        prev = toks[i - 1].text if i else ";"
+        if name in CONSTRUCTIBLE and nxt == "(" and prev in _EXPR_AFTER | {"::"}:
+            first = i - 2 if prev == "::" and i >= 2 and toks[i - 2].text == "metal" else i
+            ed.replace(toks[first].start, t.end, f"kp::make<{name}>")
+        elif (name in CONSTRUCTIBLE and prev == "(" and nxt == ")" and i >= 2
+              and toks[i - 2].text not in ("sizeof", "alignof", "decltype") and
+              toks[i - 2].kind != "identifier" and i + 2 < len(toks)):
+            end = _operand_end(toks, i + 2)
+            if end == i + 2:
+                continue
+            operand = ed.data[toks[i + 2].start:toks[end - 1].end].decode()
+            ed.replace(toks[i - 1].start, toks[end - 1].end, f"kp::convert<{name}>({operand})")
+        elif name == "static_cast" and nxt == "<" and i + 3 < len(toks) and toks[
+                i + 2].text in CONSTRUCTIBLE and toks[i + 3].text == ">":
+            ed.replace(t.start, t.end, "kp::convert")
+    return ed.result()
