@@ -2,8 +2,12 @@
 
 import pytest
 
-from runners.srcrewrite import (SourceError, rewrite_group_storage, rewrite_metal_constructors,
-                                strip_address_spaces)
+from runners.srcrewrite import (
+    SourceError,
+    rewrite_group_storage,
+    rewrite_metal_constructors,
+    strip_address_spaces,
+)
 
 METAL = """kernel void k(device float* a [[buffer(0)]], threadgroup float* tp) {
   threadgroup float s[64][65];   // threadgroup float fake[3];
