@@ -168,7 +168,8 @@ def run_checks(settings: Settings) -> list[Check]:
     ]
 
 
-app = typer.Typer(add_completion=False, help=__doc__.splitlines()[0])
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
+                  help=__doc__.splitlines()[0])
 
 
 @app.command()
@@ -200,4 +201,4 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="print JSON instea
 
 def main(argv: list[str]) -> int:
     """Entry of `kport doctor`."""
-    return app(args=argv, prog_name="kport doctor", standalone_mode=False) or 0
+    return app(args=argv, prog_name="kport doctor", standalone_mode=True) or 0

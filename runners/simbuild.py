@@ -24,7 +24,7 @@ from runners.toolchain import Compiler, find_compiler
 SIMCORE = Path(__file__).resolve().parent / "simcore"
 INCLUDE = SIMCORE / "include"
 CUDA_SYSINCLUDE = INCLUDE / "kport" / "cuda" / "sysinclude"
-RUNTIME_SOURCES = ("host.cpp", "scheduler.cpp", "checks.cpp", "fiber.cpp")
+RUNTIME_SOURCES = ("host.cpp", "scheduler.cpp", "checks.cpp", "tsan_atomics.cpp", "fiber.cpp")
 
 KERNEL_FLAGS = (
     "-std=c++20", "-O2", "-fPIC", "-shared", "-fno-exceptions", "-fno-rtti",

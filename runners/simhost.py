@@ -22,6 +22,9 @@ import numpy as np
 from runners.settings import Settings, load_settings
 from runners.simbuild import host_executable
 
+# Largest total of buffers one simulated launch may use: the simulator runs on the host's memory.
+MAX_LAUNCH_BYTES = 4 << 30
+
 ERROR_KINDS = {"divergence", "out_of_bounds", "race", "invalid", "unsupported", "limit",
                "uninitialized", "crash", "timeout"}
 
@@ -110,7 +113,8 @@ def _addr2line(library: Path, findings: list[dict]) -> dict[int, tuple[str, int]
     for off, text in zip(offsets, proc.stdout.splitlines(), strict=False):
         file, _, line = text.rpartition(":")
         if line.split(" ")[0].isdigit() and int(line.split(" ")[0]) > 0:
-            located[off] = (file, int(line.split(" ")[0]))
+            # Names come from #line directives; the compiler's cwd prefix is noise.
+            located[off] = (Path(file).name, int(line.split(" ")[0]))
     return located
 
 
@@ -155,7 +159,8 @@ def run_launch(library: Path, spec: LaunchSpec, args: list[BufferArg | ScalarArg
             else:
                 lines.append(f"scalar {arg.name} {arg.raw.hex() or '00'}")
         (work / "request.txt").write_text("\n".join(lines) + "\n")
-        limits = _limits(memory_bytes=max(8 << 30, 6 * buffer_bytes + (2 << 30)),
+        # Address space, not memory: each worker reserves ~1.2 GB of guarded fiber stacks.
+        limits = _limits(memory_bytes=6 * buffer_bytes + (4 << 30) + threads * (3 << 29),
                          file_bytes=max(64 << 20, 2 * buffer_bytes),
                          cpu_seconds=int(timeout * 4) + 5)
         env = {"PATH": "/usr/bin:/bin", "LANG": "C"}

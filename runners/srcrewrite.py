@@ -169,33 +169,54 @@ def _group_storage_decl(toks: list[Tok], word: str, scope_is_file: bool) -> str:
     text = _join(toks)
     align = next((int(g) for m in _ALIGN.finditer(text) for g in m.groups() if g), 0)
     body = [t for t in toks if t.text not in (word, "static", ";")]
-    body_text = _ALIGN.sub("", _join(body)).strip()
-    is_extern = body and body[0].text == "extern"
-    if is_extern:
-        body_text = body_text[len("extern"):].strip()
-    m = re.fullmatch(r"(?P<type>.+?)\s*\b(?P<name>[A-Za-z_]\w*)\s*(?P<dims>(?:\[[^\]]*\]\s*)*)",
-                     body_text.split(",")[0].split("=")[0].strip(), re.S)
-    if not m or "," in body_text or "=" in body_text:
+    is_extern = bool(body) and body[0].text == "extern"
+    body = _drop_align(body[1:] if is_extern else body)
+    cut = next((k for k, t in enumerate(body) if t.text in ("[", ",", "=")), len(body))
+    if cut < 2 or body[cut - 1].kind != "identifier" or any(t.text == "=" for t in body):
         raise SourceError(f"line {line}: cannot handle this {word} declaration: `{text}`; "
-                          "declare one variable per statement, without an initializer")
-    type_, name, dims = m["type"].strip(), m["name"], m["dims"].replace(" ", "")
-    if is_extern:
-        if dims != "[]":
-            raise SourceError(f"line {line}: extern {word} `{name}` must be an unsized array")
+                          "declare variables without an initializer")
+    type_ = _join(body[:cut - 1])
+    out = []
+    for decl in _split_top(body[cut - 1:], ","):
+        name, dims = decl[0].text, _join(decl[1:])
+        if is_extern:
+            if dims != "[]":
+                raise SourceError(f"line {line}: extern {word} `{name}` must be an unsized array")
+            out.append(f"static __thread {type_}* {name}; static int __kp_dyn_{name} = "
+                       f"kp_register_dyn_smem([]() -> void** {{ return (void**)&{name}; }});"
+                       if scope_is_file else
+                       f"{type_}* {name} = reinterpret_cast<{type_}*>(kp_dyn_smem());")
+            continue
         if scope_is_file:
-            return (f"static __thread {type_}* {name}; static int __kp_dyn_{name} = "
-                    f"kp_register_dyn_smem([]() -> void** {{ return (void**)&{name}; }});")
-        return f"{type_}* {name} = reinterpret_cast<{type_}*>(kp_dyn_smem());"
-    if scope_is_file:
-        raise SourceError(f"line {line}: file-scope {word} variable `{name}` is not supported; "
-                          "declare it inside the kernel")
-    if dims.endswith("[]"):
-        raise SourceError(f"line {line}: {word} array `{name}` needs a size")
-    alias = f"__kp_T_{name}"
-    align_arg = f"{align}" if align else f"alignof({alias})"
-    return (f"using {alias} = {type_}{dims}; static char __kp_site_{name}; {alias}& {name} = "
-            f"*reinterpret_cast<{alias}*>(kp_tg_alloc(&__kp_site_{name}, sizeof({alias}), "
-            f"{align_arg}, \"{name}\", {line}));")
+            raise SourceError(f"line {line}: file-scope {word} variable `{name}` is not "
+                              "supported; declare it inside the kernel")
+        if dims.endswith("[]"):
+            raise SourceError(f"line {line}: {word} array `{name}` needs a size")
+        alias = f"__kp_T_{name}"
+        align_arg = f"{align}" if align else f"alignof({alias})"
+        out.append(f"using {alias} = {type_}{dims}; static char __kp_site_{name}; {alias}& {name}"
+                   f" = *reinterpret_cast<{alias}*>(kp_tg_alloc(&__kp_site_{name}, "
+                   f"sizeof({alias}), {align_arg}, \"{name}\", {line}));")
+    return " ".join(out)
+
+
+def _drop_align(toks: list[Tok]) -> list[Tok]:
+    """Remove alignas(...)/__align__(...)/__attribute__((...)) groups from a token list."""
+    out, i = [], 0
+    while i < len(toks):
+        if toks[i].text in ("alignas", "__align__", "__attribute__") and i + 1 < len(toks) and \
+                toks[i + 1].text == "(":
+            depth, i = 0, i + 1
+            while i < len(toks):
+                depth += toks[i].text == "("
+                depth -= toks[i].text == ")"
+                i += 1
+                if depth == 0:
+                    break
+            continue
+        out.append(toks[i])
+        i += 1
+    return out
 
 
 def _scopes(toks: list[Tok]) -> list[bool]:

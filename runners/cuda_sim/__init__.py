@@ -79,17 +79,17 @@ extern "C" const char* const kp_kernel_dialect = "cuda";
 #line 1 "{filename}"
 {code}
 #line 1 "kport-entry"
-template <class T, T... I> struct __kp_seq {{}};
-template <class T> struct __kp_noref {{ using type = T; }};
-template <class T> struct __kp_noref<T&> {{ using type = T; }};
-template <class... A, unsigned... I>
-static void __kp_call(void (*f)(A...), void** a, __kp_seq<unsigned, I...>) {{
-  f(*(typename __kp_noref<A>::type*)a[I]...);
+template <class __KpT, __KpT... __KpI> struct __kp_seq {{}};
+template <class __KpT> struct __kp_noref {{ using type = __KpT; }};
+template <class __KpT> struct __kp_noref<__KpT&> {{ using type = __KpT; }};
+template <class... __KpA, unsigned... __KpI>
+static void __kp_call(void (*__kp_f)(__KpA...), void** __kp_a, __kp_seq<unsigned, __KpI...>) {{
+  __kp_f(*(typename __kp_noref<__KpA>::type*)__kp_a[__KpI]...);
 }}
-template <class... A> static void __kp_invoke(void (*f)(A...), void** a) {{
-  __kp_call(f, a, __make_integer_seq<__kp_seq, unsigned, sizeof...(A)>{{}});
+template <class... __KpA> static void __kp_invoke(void (*__kp_f)(__KpA...), void** __kp_a) {{
+  __kp_call(__kp_f, __kp_a, __make_integer_seq<__kp_seq, unsigned, sizeof...(__KpA)>{{}});
 }}
-extern "C" void kp_kernel_entry(void** a) {{ __kp_invoke(&{name}, a); }}
+extern "C" void kp_kernel_entry(void** __kp_a) {{ __kp_invoke(&{name}, __kp_a); }}
 """
 
 

@@ -39,31 +39,31 @@ ATTRIBUTES = (
 )
 MAX_CONSTANT_ARRAY_SIZE = 8
 
-# How each attribute is computed from the runtime's kp_thread `t` (C++ expressions).
+# How each attribute is computed from the runtime's kp_thread `__kp_t` (C++ expressions).
 _V3 = "uint3{{{0}[0], {0}[1], {0}[2]}}"
 ATTRIBUTE_VALUES = {
-    "dispatch_quadgroups_per_threadgroup": "(__kp_dispatch_threads(t) + 3) / 4",
-    "dispatch_simdgroups_per_threadgroup": "(__kp_dispatch_threads(t) + 31) / 32",
-    "dispatch_threads_per_threadgroup": _V3.format("t->tg_dispatch"),
+    "dispatch_quadgroups_per_threadgroup": "(__kp_dispatch_threads(__kp_t) + 3) / 4",
+    "dispatch_simdgroups_per_threadgroup": "(__kp_dispatch_threads(__kp_t) + 31) / 32",
+    "dispatch_threads_per_threadgroup": _V3.format("__kp_t->tg_dispatch"),
     "grid_origin": "uint3{0, 0, 0}",  # unconfirmed: stage-in attribute; 0 for plain dispatches
-    "grid_size": _V3.format("t->grid"),  # unconfirmed, as above
-    "quadgroup_index_in_threadgroup": "t->linear / 4",
-    "quadgroups_per_threadgroup": "(__kp_actual_threads(t) + 3) / 4",
-    "simdgroup_index_in_threadgroup": "t->simd",
-    "simdgroups_per_threadgroup": "t->nsimd",
+    "grid_size": _V3.format("__kp_t->grid"),  # unconfirmed, as above
+    "quadgroup_index_in_threadgroup": "__kp_t->linear / 4",
+    "quadgroups_per_threadgroup": "(__kp_actual_threads(__kp_t) + 3) / 4",
+    "simdgroup_index_in_threadgroup": "__kp_t->simd",
+    "simdgroups_per_threadgroup": "__kp_t->nsimd",
     "thread_execution_width": "32u",
-    "thread_index_in_quadgroup": "t->linear % 4",
-    "thread_index_in_simdgroup": "t->lane",
-    "thread_index_in_threadgroup": "t->linear",
-    "thread_position_in_grid": ("uint3{t->gid[0] * t->tg_dispatch[0] + t->tid[0], "
-                                "t->gid[1] * t->tg_dispatch[1] + t->tid[1], "
-                                "t->gid[2] * t->tg_dispatch[2] + t->tid[2]}"),
-    "thread_position_in_threadgroup": _V3.format("t->tid"),
-    "threadgroup_position_in_grid": _V3.format("t->gid"),
-    "threadgroups_per_grid": _V3.format("t->ngroups"),
-    "threads_per_grid": _V3.format("t->grid"),
+    "thread_index_in_quadgroup": "__kp_t->linear % 4",
+    "thread_index_in_simdgroup": "__kp_t->lane",
+    "thread_index_in_threadgroup": "__kp_t->linear",
+    "thread_position_in_grid": ("uint3{__kp_t->gid[0] * __kp_t->tg_dispatch[0] + __kp_t->tid[0], "
+                                "__kp_t->gid[1] * __kp_t->tg_dispatch[1] + __kp_t->tid[1], "
+                                "__kp_t->gid[2] * __kp_t->tg_dispatch[2] + __kp_t->tid[2]}"),
+    "thread_position_in_threadgroup": _V3.format("__kp_t->tid"),
+    "threadgroup_position_in_grid": _V3.format("__kp_t->gid"),
+    "threadgroups_per_grid": _V3.format("__kp_t->ngroups"),
+    "threads_per_grid": _V3.format("__kp_t->grid"),
     "threads_per_simdgroup": "32u",
-    "threads_per_threadgroup": _V3.format("t->tg_size"),
+    "threads_per_threadgroup": _V3.format("__kp_t->tg_size"),
 }
 
 

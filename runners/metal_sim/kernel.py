@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from runners import srcrewrite
-from runners.dtypes import Tensor, dtype_name, poison, to_mx, to_tensor
+from runners.dtypes import DTYPES, Tensor, dtype_name, poison, to_mx, to_tensor
 from runners.metal_sim import codegen
 from runners.settings import load_settings
 from runners.simbuild import Build, Diagnostic, build_kernel
 from runners.simfaults import CompileError, KernelFault
-from runners.simhost import BufferArg, Finding, LaunchSpec, run_launch
+from runners.simhost import MAX_LAUNCH_BYTES, BufferArg, Finding, LaunchSpec, run_launch
 
 MAX_THREADS_PER_THREADGROUP = 1024  # Apple GPUs; a pipeline may allow fewer (unknowable here)
 THREADGROUP_MEMORY = 32768  # bytes per threadgroup on Apple GPUs
@@ -75,17 +75,17 @@ __thread kp_thread* kp_cur __attribute__((tls_model("initial-exec")));
 extern "C" void kp_kernel_set_current(kp_thread* t) {{ kp_cur = t; }}
 extern "C" const int kp_kernel_needs_sync = {sync};
 extern "C" const char* const kp_kernel_dialect = "metal";
-static inline uint __kp_actual_threads(const kp_thread* t) {{
-  return t->tg_size[0] * t->tg_size[1] * t->tg_size[2]; }}
-static inline uint __kp_dispatch_threads(const kp_thread* t) {{
-  return t->tg_dispatch[0] * t->tg_dispatch[1] * t->tg_dispatch[2]; }}
+static inline uint __kp_actual_threads(const kp_thread* __kp_t) {{
+  return __kp_t->tg_size[0] * __kp_t->tg_size[1] * __kp_t->tg_size[2]; }}
+static inline uint __kp_dispatch_threads(const kp_thread* __kp_t) {{
+  return __kp_t->tg_dispatch[0] * __kp_t->tg_dispatch[1] * __kp_t->tg_dispatch[2]; }}
 """
 
 
 def _entry(func: str, template, params: list[codegen.Param], attributes) -> str:
     args = []
     for i, p in enumerate(params):
-        ptr = f"(*(void**)a[{i}])"
+        ptr = f"(*(void**)__kp_a[{i}])"
         if p.kind == "input":
             args.append(f"(const {p.c_type}*){ptr}")
         elif p.kind in ("input_ref", "ndim"):
@@ -96,8 +96,8 @@ def _entry(func: str, template, params: list[codegen.Param], attributes) -> str:
             args.append(f"({p.c_type}*){ptr}")
     args += [codegen.ATTRIBUTE_VALUES[a] for a, _ in attributes]
     call = func + (codegen.template_string(template) if template else "")
-    return ('#line 1 "kport-entry"\nextern "C" void kp_kernel_entry(void** a) {\n'
-            "  const kp_thread* t = kp_cur; (void)t;\n"
+    return ('#line 1 "kport-entry"\nextern "C" void kp_kernel_entry(void** __kp_a) {\n'
+            "  const kp_thread* __kp_t = kp_cur; (void)__kp_t;\n"
             f"  {call}({', '.join(args)});\n}}\n")
 
 
@@ -170,6 +170,11 @@ class MetalKernel:
         if math.prod(tg) > MAX_THREADS_PER_THREADGROUP:
             raise ValueError(f"[metal_kernel] Threadgroup size {math.prod(tg)} exceeds the "
                              f"maximum of {MAX_THREADS_PER_THREADGROUP} threads per threadgroup.")
+        for name, shape, dt in zip(self.output_names, output_shapes, out_names, strict=True):
+            nbytes = math.prod(shape) * np.dtype(DTYPES[dt][0]).itemsize
+            if nbytes > MAX_LAUNCH_BYTES:
+                raise ValueError(f"[metal_kernel] output `{name}` of shape {tuple(shape)} needs "
+                                 f"{nbytes} bytes, over the simulator's {MAX_LAUNCH_BYTES}")
         settings = load_settings()
         tu = self._translation_unit(func, text, params, template)
         build = build_kernel(tu, checked=settings.sim_checks == "full", settings=settings)

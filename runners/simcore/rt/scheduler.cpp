@@ -12,6 +12,7 @@
 namespace kp {
 
 static const size_t kTgRedzone = 64;  // checked mode: gap after each threadgroup variable
+static const size_t kStackGuard = 1 << 20;  // a frame jumping further still faults in the gap
 
 static size_t page_size() { return (size_t)sysconf(_SC_PAGESIZE); }
 
@@ -33,15 +34,15 @@ void worker_setup(Worker* w) {
   if (!g_launch.needs_sync) return;
   size_t ps = page_size();
   w->stack_size = (g_launch.stack_size + ps - 1) / ps * ps;
-  w->stack_stride = w->stack_size + ps;  // one guard page below each stack
+  w->stack_stride = w->stack_size + kStackGuard;  // inaccessible gap below each stack
   w->stack_count = n;
   w->stacks = (char*)mmap(nullptr, w->stack_stride * n, PROT_READ | PROT_WRITE,
                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (w->stacks == MAP_FAILED) finish_fatal(KP_F_LIMIT, 0, "cannot map fiber stacks", nullptr, nullptr);
   for (uint32_t i = 0; i < n; i++) {
     char* base = w->stacks + i * w->stack_stride;
-    mprotect(base, ps, PROT_NONE);
-    w->threads[i].fiber.stack_lo = base + ps;
+    mprotect(base, kStackGuard, PROT_NONE);
+    w->threads[i].fiber.stack_lo = base + kStackGuard;
     w->threads[i].fiber.stack_size = w->stack_size;
   }
 }

@@ -1,0 +1,183 @@
+"""`kport sim`: run a CUDA kernel (.cu) or an MLX metal_kernel body (.metal) in a simulator on
+inputs from .npy files, and show the outputs or what went wrong.
+
+CUDA:  kport sim saxpy.cu --kernel saxpy --grid 4 --block 256 \\
+           --arg x=x.npy --arg y=y.npy --arg a=float32:2.0 --arg n=int32:1000
+Metal: kport sim body.metal --input x=x.npy --output y=float32:4,16 --grid 64 --threadgroup 32
+Arguments: NAME=file.npy (an array), NAME=DTYPE:VALUE (a scalar, CUDA only),
+NAME=zeros:DTYPE:SHAPE (a fresh array, CUDA only). Outputs are printed, and saved as .npy
+with --save DIR. Exit 0 when the run is clean, 1 when the kernel faulted or failed to compile.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import typer
+
+from runners.dtypes import DTYPES
+from runners.errors import KportError
+
+
+class SimUsageError(KportError):
+    """A bad `kport sim` argument; names the flag and the fix."""
+
+
+def _dims(text: str, flag: str) -> tuple[int, ...]:
+    try:
+        dims = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise SimUsageError(f"{flag} {text!r}: give 1 to 3 comma-separated integers") from None
+    if not 1 <= len(dims) <= 3 or min(dims) < 1:
+        raise SimUsageError(f"{flag} {text!r}: give 1 to 3 positive integers")
+    return dims + (1,) * (3 - len(dims))
+
+
+def _load_npy(name: str, path: str) -> np.ndarray:
+    file = Path(path)
+    if not file.is_file():
+        raise SimUsageError(f"{name}={path}: no such file")
+    try:
+        return np.load(file, allow_pickle=False)
+    except (ValueError, OSError) as err:
+        raise SimUsageError(f"{name}={path}: not a readable .npy file ({err})") from None
+
+
+def _dtype(name: str, text: str) -> np.dtype:
+    if text not in DTYPES or text == "bfloat16":
+        raise SimUsageError(f"{name}: unknown dtype {text!r}; one of "
+                            f"{', '.join(d for d in DTYPES if d != 'bfloat16')}")
+    return np.dtype(DTYPES[text][0])
+
+
+def parse_arg(spec: str):
+    """NAME=file.npy | NAME=DTYPE:VALUE | NAME=zeros:DTYPE:SHAPE -> (name, value)."""
+    name, sep, value = spec.partition("=")
+    if not sep or not name:
+        raise SimUsageError(f"--arg {spec!r}: write NAME=file.npy, NAME=DTYPE:VALUE or "
+                            "NAME=zeros:DTYPE:SHAPE")
+    if value.endswith(".npy"):
+        return name, _load_npy(name, value)
+    parts = value.split(":")
+    if parts[0] == "zeros" and len(parts) == 3:
+        try:
+            shape = tuple(int(v) for v in parts[2].split(","))
+        except ValueError:
+            raise SimUsageError(f"{name}: the shape {parts[2]!r} must be integers") from None
+        return name, np.zeros(shape, _dtype(name, parts[1]))
+    if len(parts) == 2:
+        dtype = _dtype(name, parts[0])
+        try:
+            return name, dtype.type(float(parts[1]) if dtype.kind == "f" else int(parts[1]))
+        except ValueError:
+            raise SimUsageError(f"{name}: {parts[1]!r} is not a {parts[0]} value") from None
+    raise SimUsageError(f"--arg {spec!r}: write NAME=file.npy, NAME=DTYPE:VALUE or "
+                        "NAME=zeros:DTYPE:SHAPE")
+
+
+def _report(findings, diagnostics, outputs: dict, printf: str, as_json: bool, save: Path | None):
+    if save:
+        save.mkdir(parents=True, exist_ok=True)
+        for name, arr in outputs.items():
+            np.save(save / f"{name}.npy", arr)
+    if as_json:
+        print(json.dumps({
+            "ok": not findings and not any(d.severity == "error" for d in diagnostics),
+            "diagnostics": [str(d) for d in diagnostics],
+            "findings": [str(f) for f in findings],
+            "printf": printf,
+            "outputs": {k: np.asarray(v).tolist() for k, v in outputs.items()},
+        }))
+        return
+    for d in diagnostics:
+        print(d)
+    for f in findings:
+        print(f"finding: {f}")
+    if printf:
+        print("printf output:\n" + printf, end="" if printf.endswith("\n") else "\n")
+    with np.printoptions(threshold=64, edgeitems=4, precision=5):
+        for name, arr in outputs.items():
+            print(f"{name} {arr.dtype}{list(arr.shape)}:\n{arr}")
+
+
+def run_cuda(path: Path, kernel: str, grid, block, args: list[str], shared_mem: int):
+    from runners.cuda_sim import RawKernel
+
+    parsed = [parse_arg(a) for a in args]
+    values = [v for _, v in parsed]
+    k = RawKernel(path.read_text(), kernel, filename=path.name)
+    run = k.launch(grid, block, values, shared_mem=shared_mem)
+    arrays = {n: v for n, v in parsed if isinstance(v, np.ndarray)} if run.compiled else {}
+    return run.findings, run.diagnostics, arrays, run.printf
+
+
+def run_metal(path: Path, grid, tg, inputs: list[str], outputs: list[str], header: Path | None):
+    import mlx.core as mx
+
+    from runners.metal_sim import metal_kernel
+
+    parsed = [parse_arg(a) for a in inputs]
+    out_specs = []
+    for spec in outputs:
+        name, sep, rest = spec.partition("=")
+        dtype, sep2, shape = rest.partition(":")
+        if not (sep and sep2):
+            raise SimUsageError(f"--output {spec!r}: write NAME=DTYPE:SHAPE, e.g. y=float32:4,16")
+        _dtype(name, dtype)
+        try:
+            dims = tuple(int(v) for v in shape.split(","))
+        except ValueError:
+            raise SimUsageError(f"--output {spec!r}: the shape must be integers") from None
+        out_specs.append((name, getattr(mx, dtype), dims))
+    k = metal_kernel(path.stem, [n for n, _ in parsed], [n for n, _, _ in out_specs],
+                     path.read_text(), header.read_text() if header else "")
+    run = k.launch(inputs=[v for _, v in parsed], output_shapes=[s for *_, s in out_specs],
+                   output_dtypes=[d for _, d, _ in out_specs], grid=grid, threadgroup=tg)
+    arrays = {n: np.array(a) for (n, _, _), a in zip(out_specs, run.outputs, strict=False)}
+    return run.findings, run.diagnostics, arrays, run.printf
+
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
+                  help=__doc__.splitlines()[0])
+
+
+@app.command(help=__doc__)
+def sim(
+    file: Path = typer.Argument(..., help="a .cu file, or a .metal metal_kernel body"),
+    kernel: str = typer.Option("", help=".cu: the __global__ function (template args allowed)"),
+    grid: str = typer.Option("1", help=".cu: blocks; .metal: threads (MLX convention)"),
+    block: str = typer.Option("", help=".cu: threads per block"),
+    threadgroup: str = typer.Option("", help=".metal: threads per threadgroup"),
+    arg: list[str] = typer.Option([], help=".cu: kernel arguments in order"),
+    input: list[str] = typer.Option([], help=".metal: inputs in order"),
+    output: list[str] = typer.Option([], help=".metal: outputs NAME=DTYPE:SHAPE"),
+    header: Path = typer.Option(None, help=".metal: helper functions file"),
+    shared_mem: int = typer.Option(0, help=".cu: dynamic shared memory in bytes"),
+    save: Path = typer.Option(None, help="save outputs as DIR/NAME.npy"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+):
+    if not file.is_file():
+        raise SimUsageError(f"{file}: no such file")
+    if file.suffix in (".cu", ".cuh"):
+        if not kernel or not block:
+            raise SimUsageError("a .cu file needs --kernel NAME and --block X[,Y,Z]")
+        result = run_cuda(file, kernel, _dims(grid, "--grid"), _dims(block, "--block"), arg,
+                          shared_mem)
+    elif file.suffix == ".metal":
+        if not output or not threadgroup:
+            raise SimUsageError("a .metal body needs --output NAME=DTYPE:SHAPE and --threadgroup")
+        result = run_metal(file, _dims(grid, "--grid"), _dims(threadgroup, "--threadgroup"),
+                           input, output, header)
+    else:
+        raise SimUsageError(f"{file}: expected a .cu or .metal file")
+    findings, diagnostics = result[0], result[1]
+    _report(*result, as_json, save)
+    failed = bool(findings) or any(d.severity == "error" for d in diagnostics)
+    raise typer.Exit(1 if failed else 0)
+
+
+def main(argv: list[str]) -> int:
+    """Entry of `kport sim`."""
+    return app(args=argv, prog_name="kport sim", standalone_mode=True) or 0

@@ -1,0 +1,3 @@
+// Forwarding header: <cuda_bf16.h> resolves to the kport CUDA shim.
+#pragma once
+#include <kport/cuda_runtime.h>

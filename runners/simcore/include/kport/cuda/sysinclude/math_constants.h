@@ -1,0 +1,3 @@
+// Forwarding header: CUDART_* constants.
+#pragma once
+#include <kport/cuda/math_constants.h>

@@ -1,0 +1,101 @@
+// kport CUDA dialect shim: lets CUDA kernel source compile as host C++ and run on the fiber
+// runtime (rt.h), behaving as on an NVIDIA GPU. Every kernel TU of the CUDA dialect starts with
+// this header. Host-side CUDA (launches, cudaMalloc, ...) is not part of the shim.
+#pragma once
+// C headers first: the macros below (printf, assert, __noinline__) must not reach them.
+#include <assert.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <kport/rt.h>
+
+// ---- What the source sees: a device compilation pass of nvcc --------------------------------------
+// __CUDA_ARCH__ selects the device paths of host/device code; override with -D__CUDA_ARCH__=...
+#ifndef __CUDA_ARCH__
+#define __CUDA_ARCH__ 800
+#endif
+#define __CUDACC__ 1
+#define __CUDACC_VER_MAJOR__ 12
+#define __CUDACC_VER_MINOR__ 8
+#define __CUDACC_VER_BUILD__ 0
+#define CUDA_VERSION 12080
+#define CUDART_VERSION 12080
+
+// ---- Qualifiers ------------------------------------------------------------------------------------
+#define __global__
+#define __device__
+#define __host__
+#define __shared__  // storage of __shared__ variables is rewritten to kp_tg_alloc before compiling
+// __constant__ data is a plain global here: writable, and shared by all blocks of the launch.
+#define __constant__
+#define __grid_constant__
+#define __device_builtin__
+#define __cudart_builtin__
+#define __forceinline__ inline __attribute__((always_inline))
+#define __noinline__ __attribute__((noinline))
+#define __inline__ inline
+#define __launch_bounds__(...)
+#define __maxnreg__(n)
+#define __align__(n) __attribute__((aligned(n)))
+#define __builtin_align__(n) __attribute__((aligned(n)))
+// __restrict__ is already a clang keyword.
+
+#include <kport/cuda/vector_types.h>
+
+// ---- Built-in variables: expressions reading the running fiber's position ------------------------
+namespace kp_cuda {
+KP_INLINE uint3 thread_idx() { const kp_thread* t = kp_cur; return uint3{t->tid[0], t->tid[1], t->tid[2]}; }
+KP_INLINE uint3 block_idx() { const kp_thread* t = kp_cur; return uint3{t->gid[0], t->gid[1], t->gid[2]}; }
+KP_INLINE dim3 block_dim() {
+  const kp_thread* t = kp_cur;
+  return dim3(t->tg_dispatch[0], t->tg_dispatch[1], t->tg_dispatch[2]);
+}
+KP_INLINE dim3 grid_dim() {
+  const kp_thread* t = kp_cur;
+  return dim3(t->ngroups[0], t->ngroups[1], t->ngroups[2]);
+}
+}  // namespace kp_cuda
+#define threadIdx (::kp_cuda::thread_idx())
+#define blockIdx (::kp_cuda::block_idx())
+#define blockDim (::kp_cuda::block_dim())
+#define gridDim (::kp_cuda::grid_dim())
+// A constant expression here (CUDA's is a run-time variable): more permissive, same value.
+inline constexpr int warpSize = 32;
+
+#include <kport/cuda/math_constants.h>
+#include <kport/cuda/rounding.h>
+#include <kport/cuda/fp16.h>
+#include <kport/cuda/bf16.h>
+#include <kport/cuda/intrinsics.h>
+#include <kport/cuda/float_intrinsics.h>
+#include <kport/cuda/sync.h>
+#include <kport/cuda/atomics.h>
+#include <kport/cuda/host_types.h>
+
+// ---- Traps, clocks -----------------------------------------------------------------------------------
+[[noreturn]] KP_INLINE void __trap(unsigned kp_line = __builtin_LINE()) {
+  kp_fatal(KP_F_INVALID, kp_line, "__trap() called: the kernel aborted");
+}
+[[noreturn]] KP_INLINE void __brkpt(unsigned kp_line = __builtin_LINE()) {
+  kp_fatal(KP_F_INVALID, kp_line, "__brkpt() called: the kernel stopped at a breakpoint");
+}
+// Cycle counters: monotonic per thread, meaningless as GPU timings.
+KP_INLINE long long clock64() { return (long long)__builtin_readcyclecounter(); }
+
+// ---- printf and assert inside kernels --------------------------------------------------------------
+// Device printf goes to the launch's captured output (std::printf would break; nobody writes it).
+#define printf kp_printf
+// A failed device assert stops the launch with the expression; NDEBUG disables it, as in CUDA.
+#undef assert
+#ifdef NDEBUG
+#define assert(e) ((void)0)
+#else
+#define assert(e) \
+  ((e) ? (void)0 : kp_fatal(KP_F_INVALID, __LINE__, "device assert failed: " #e))
+#endif

@@ -1,0 +1,135 @@
+// Metal packed vectors: packed_float3 is 12 bytes with 4-byte alignment (float3 is 16/16).
+// They give component access and indexing, convert to and from the aligned vector, and take
+// part in + - * / by converting to it. Swizzles need a conversion first: float3(p).xy.
+#pragma once
+#pragma clang system_header
+#include "types.h"
+
+namespace kp {
+
+template <class T, int N>
+struct packed_storage;
+template <class T>
+struct packed_storage<T, 2> {
+  union {
+    T v[2];
+    struct { T x, y; };
+    struct { T r, g; };
+  };
+};
+template <class T>
+struct packed_storage<T, 3> {
+  union {
+    T v[3];
+    struct { T x, y, z; };
+    struct { T r, g, b; };
+  };
+};
+template <class T>
+struct packed_storage<T, 4> {
+  union {
+    T v[4];
+    struct { T x, y, z, w; };
+    struct { T r, g, b, a; };
+  };
+};
+
+template <class T, int N>
+struct packed;
+template <class X>
+inline constexpr bool is_packed_v = false;
+template <class T, int N>
+inline constexpr bool is_packed_v<packed<T, N>> = true;
+
+// A packed vector as its aligned vector; anything else unchanged.
+template <class X>
+constexpr auto unpack(const X& x) {
+  if constexpr (is_packed_v<X>)
+    return typename X::vector_type(x);
+  else
+    return x;
+}
+
+template <class T, int N>
+struct packed : packed_storage<T, N> {
+  using vector_type = metal::vec<T, N>;
+
+  packed() = default;
+  constexpr packed(vector_type a) {
+    for (int i = 0; i < N; ++i) this->v[i] = a[i];
+  }
+  template <class... A>
+    requires(sizeof...(A) == N && (arith_scalar<A> && ...))
+  constexpr packed(A... a) {
+    int i = 0;
+    ((this->v[i++] = T(a)), ...);
+  }
+  constexpr operator vector_type() const {
+    vector_type r;
+    for (int i = 0; i < N; ++i) r[i] = this->v[i];
+    return r;
+  }
+  constexpr T& operator[](int i) { return this->v[i]; }
+  constexpr const T& operator[](int i) const { return this->v[i]; }
+
+  template <class B>
+  constexpr packed& operator+=(const B& b) { return *this = vector_type(*this) + unpack(b); }
+  template <class B>
+  constexpr packed& operator-=(const B& b) { return *this = vector_type(*this) - unpack(b); }
+  template <class B>
+  constexpr packed& operator*=(const B& b) { return *this = vector_type(*this) * unpack(b); }
+  template <class B>
+  constexpr packed& operator/=(const B& b) { return *this = vector_type(*this) / unpack(b); }
+};
+
+template <class T, int N>
+struct vinfo<packed<T, N>> {
+  using elem = T;
+  static constexpr int lanes = N;
+  static constexpr bool is_vector = true;
+  static constexpr bool is_ext = false;
+};
+
+#define KP_PACKED_BINOP(op)                                                         \
+  template <class A, class B>                                                       \
+    requires(is_packed_v<A> || is_packed_v<B>)                                      \
+  constexpr auto operator op(const A& a, const B& b) -> decltype(unpack(a) op unpack(b)) { \
+    return unpack(a) op unpack(b);                                                  \
+  }
+KP_PACKED_BINOP(+)
+KP_PACKED_BINOP(-)
+KP_PACKED_BINOP(*)
+KP_PACKED_BINOP(/)
+KP_PACKED_BINOP(==)
+KP_PACKED_BINOP(!=)
+KP_PACKED_BINOP(<)
+KP_PACKED_BINOP(>)
+KP_PACKED_BINOP(<=)
+KP_PACKED_BINOP(>=)
+#undef KP_PACKED_BINOP
+template <class T, int N>
+constexpr metal::vec<T, N> operator-(const packed<T, N>& a) {
+  return -metal::vec<T, N>(a);
+}
+
+}  // namespace kp
+
+#define KP_PACKED_TYPEDEFS(T, name)        \
+  typedef kp::packed<T, 2> packed_##name##2; \
+  typedef kp::packed<T, 3> packed_##name##3; \
+  typedef kp::packed<T, 4> packed_##name##4;
+KP_PACKED_TYPEDEFS(float, float)
+KP_PACKED_TYPEDEFS(half, half)
+KP_PACKED_TYPEDEFS(bfloat, bfloat)
+KP_PACKED_TYPEDEFS(int, int)
+KP_PACKED_TYPEDEFS(uint, uint)
+KP_PACKED_TYPEDEFS(short, short)
+KP_PACKED_TYPEDEFS(ushort, ushort)
+KP_PACKED_TYPEDEFS(char, char)
+KP_PACKED_TYPEDEFS(uchar, uchar)
+KP_PACKED_TYPEDEFS(long, long)
+KP_PACKED_TYPEDEFS(ulong, ulong)
+#undef KP_PACKED_TYPEDEFS
+
+static_assert(sizeof(packed_float3) == 12 && alignof(packed_float3) == 4);
+static_assert(sizeof(packed_half4) == 8 && alignof(packed_half4) == 2);

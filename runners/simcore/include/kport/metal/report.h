@@ -1,0 +1,46 @@
+// Call sites and findings: how the shim names a rendezvous and reports misuse to the runtime.
+#pragma once
+#pragma clang system_header
+#include "traits.h"
+
+namespace kp {
+
+// Collective bodies are emitted once per operand type, not inlined into every call site: a
+// kernel with a few dozen unrolled collectives otherwise takes seconds to compile.
+#define KP_OUTLINE __attribute__((noinline))
+#define KP_COLD __attribute__((noinline, cold))
+
+// The user-source position of a built-in call; collectives meet at (line, column).
+struct site {
+  unsigned line, col;
+};
+// Default argument of every collective: it evaluates at the kernel's call, not here.
+#define KP_HERE (::kp::site{__builtin_LINE(), __builtin_COLUMN()})
+
+// A short message built on the stack (kp_report copies it).
+struct text {
+  char buf[240];
+  unsigned n = 0;
+  text() { buf[0] = 0; }
+  text& operator<<(const char* s) {
+    while (*s && n + 1 < sizeof buf) buf[n++] = *s++;
+    buf[n] = 0;
+    return *this;
+  }
+  text& operator<<(long v) {
+    char tmp[24];
+    int k = 0;
+    unsigned long u = v < 0 ? 0ul - (unsigned long)v : (unsigned long)v;
+    do tmp[k++] = char('0' + u % 10); while (u /= 10);
+    if (v < 0) tmp[k++] = '-';
+    while (k && n + 1 < sizeof buf) buf[n++] = tmp[--k];
+    buf[n] = 0;
+    return *this;
+  }
+  text& operator<<(int v) { return *this << long(v); }
+  text& operator<<(unsigned v) { return *this << long(v); }
+};
+
+KP_COLD inline void report(int kind, site s, const text& t) { kp_report(kind, s.line, t.buf); }
+
+}  // namespace kp
