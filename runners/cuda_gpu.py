@@ -21,7 +21,7 @@ import numpy as np
 
 from runners.settings import load_settings
 from runners.simbuild import SIMCORE, parse_diagnostics
-from runners.simhost import BufferArg, ScalarArg
+from runners.simhost import BufferArg, ScalarArg, launch_dims
 
 
 @functools.lru_cache(maxsize=1)
@@ -77,9 +77,7 @@ class RawKernel:
 
     def launch(self, grid, block, args, shared_mem: int = 0, reps: int = 0) -> GpuRun:
         """Run on the GPU; numpy arrays are updated in place. ``reps`` timed launches follow."""
-        from runners.cuda_sim import _dims
-
-        grid, block = _dims(grid, "grid"), _dims(block, "block")
+        grid, block = launch_dims(grid, "grid"), launch_dims(block, "block")
         exe, log = self._build()
         if exe is None:
             return GpuRun(False, diagnostics=parse_diagnostics(log), error=log[-2000:])

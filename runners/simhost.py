@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from runners.settings import Settings, load_settings
-from runners.simbuild import host_executable
+from runners.simbuild import SIMCORE, host_executable
 
 # Largest total of buffers one simulated launch may use: the simulator runs on the host's memory.
 MAX_LAUNCH_BYTES = 4 << 30
@@ -87,6 +87,14 @@ class LaunchResult:
         return self.status == "ok" and not self.findings
 
 
+def launch_dims(value, what: str) -> tuple[int, int, int]:
+    """An int or 1-3 ints as a 3-tuple of positive ints; ValueError naming ``what`` otherwise."""
+    dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+    if not 1 <= len(dims) <= 3 or any(int(d) < 1 for d in dims):
+        raise ValueError(f"{what} must be 1 to 3 positive integers, got {value!r}")
+    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+
+
 def _limits(memory_bytes: int, file_bytes: int, cpu_seconds: int):
     def apply():
         os.setsid()  # own process group: a timeout kills every thread of it
@@ -102,30 +110,45 @@ def _scratch_root() -> str | None:
 
 
 def _addr2line(library: Path, findings: list[dict]) -> dict[int, tuple[str, int]]:
-    """Map code offsets in the kernel library to (file, line) with binutils' addr2line."""
+    """Map code offsets in the kernel library to the user's (file, line) with binutils'
+    addr2line: of the inlined frames, the innermost one outside kport's own shim headers."""
     offsets = sorted({f["pc_offset"] for f in findings if f.get("pc_offset")})
     tool = shutil.which("addr2line")
     if not offsets or not tool:
         return {}
-    proc = subprocess.run([tool, "-e", str(library), *[hex(o - 1) for o in offsets]],
+    proc = subprocess.run([tool, "-a", "-i", "-e", str(library), *[hex(o - 1) for o in offsets]],
                           capture_output=True, text=True, timeout=30)
-    located = {}
-    for off, text in zip(offsets, proc.stdout.splitlines(), strict=False):
+    shim = str(SIMCORE)
+    frames: dict[int, list[tuple[str, int]]] = {}
+    current = None
+    for text in proc.stdout.splitlines():
+        if text.startswith("0x"):
+            current = int(text, 16) + 1
+            frames[current] = []
+            continue
         file, _, line = text.rpartition(":")
-        if line.split(" ")[0].isdigit() and int(line.split(" ")[0]) > 0:
+        number = line.split(" ")[0]
+        if current is not None and number.isdigit() and int(number) > 0:
+            frames[current].append((file, int(number)))
+    located = {}
+    for off, stack in frames.items():
+        user = [f for f in stack if not f[0].startswith(shim)]
+        if user:
             # Names come from #line directives; the compiler's cwd prefix is noise.
-            located[off] = (Path(file).name, int(line.split(" ")[0]))
+            located[off] = (Path(user[0][0]).name, user[0][1])
     return located
 
 
-def _findings(raw: dict, library: Path) -> list[Finding]:
+def _findings(raw: dict, library: Path, source_file: str) -> list[Finding]:
     items = list(raw.get("findings") or [])
     if raw.get("fatal"):
         items.append(raw["fatal"])
     located = _addr2line(library, items)
     out = []
     for item in items:
-        file, line = located.get(item.get("pc_offset", 0), ("", item.get("line", 0)))
+        file, line = located.get(item.get("pc_offset", 0), ("", 0))
+        if item.get("line"):  # a shim built-in passed its caller's line (__builtin_LINE)
+            file, line = file or source_file, item["line"]
         thread, group = item.get("thread"), item.get("group")
         out.append(Finding(item["kind"], item["message"], line, file,
                            tuple(thread) if thread else None, tuple(group) if group else None,
@@ -134,8 +157,11 @@ def _findings(raw: dict, library: Path) -> list[Finding]:
 
 
 def run_launch(library: Path, spec: LaunchSpec, args: list[BufferArg | ScalarArg],
-               settings: Settings | None = None, timeout: float | None = None) -> LaunchResult:
-    """Run the kernel library once in a child process; returns outputs and findings."""
+               settings: Settings | None = None, timeout: float | None = None,
+               source_file: str = "") -> LaunchResult:
+    """Run the kernel library once in a child process; returns outputs and findings.
+
+    ``source_file`` names the user's file for findings that carry only a line."""
     settings = settings or load_settings()
     host = host_executable(settings)
     timeout = timeout or settings.sim_timeout
@@ -186,7 +212,7 @@ def run_launch(library: Path, spec: LaunchSpec, args: list[BufferArg | ScalarArg
         raw = json.loads(result_file.read_text())
         printf = (work / "printf.txt").read_text(errors="replace") if (
             work / "printf.txt").is_file() else ""
-        result = LaunchResult(raw["status"], _findings(raw, library), printf=printf,
+        result = LaunchResult(raw["status"], _findings(raw, library, source_file), printf=printf,
                               wall_s=raw.get("wall_s", 0.0))
         if raw["status"] == "ok":
             for i, arg in enumerate(args):

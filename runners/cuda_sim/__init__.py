@@ -21,7 +21,7 @@ from runners import srcrewrite
 from runners.settings import load_settings
 from runners.simbuild import SIMCORE, Build, Diagnostic, build_kernel
 from runners.simfaults import CompileError, KernelFault
-from runners.simhost import BufferArg, Finding, LaunchSpec, ScalarArg, run_launch
+from runners.simhost import BufferArg, Finding, LaunchSpec, ScalarArg, launch_dims, run_launch
 
 MAX_THREADS_PER_BLOCK = 1024
 STATIC_SHARED_LIMIT = 48 * 1024  # bytes of static __shared__ per block
@@ -93,13 +93,6 @@ extern "C" void kp_kernel_entry(void** __kp_a) {{ __kp_invoke(&{name}, __kp_a); 
 """
 
 
-def _dims(value, what: str) -> tuple[int, int, int]:
-    dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)
-    if not 1 <= len(dims) <= 3 or any(int(d) < 1 for d in dims):
-        raise ValueError(f"{what} must be 1 to 3 positive integers, got {value!r}")
-    return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
-
-
 class RawKernel:
     """One ``__global__`` function of ``code`` (``name`` may carry template arguments)."""
 
@@ -122,7 +115,7 @@ class RawKernel:
 
     def launch(self, grid, block, args, shared_mem: int = 0) -> CudaRun:
         """Run once; numpy array arguments are updated in place. Returns a CudaRun record."""
-        grid, block = _dims(grid, "grid"), _dims(block, "block")
+        grid, block = launch_dims(grid, "grid"), launch_dims(block, "block")
         if math.prod(block) > MAX_THREADS_PER_BLOCK:
             raise ValueError(f"block of {math.prod(block)} threads exceeds the maximum of "
                              f"{MAX_THREADS_PER_BLOCK}")
@@ -152,7 +145,8 @@ class RawKernel:
                           grid_threads=tuple(g * b for g, b in zip(grid, block, strict=True)),
                           nonuniform=False, tg_mem_limit=STATIC_SHARED_LIMIT,
                           dyn_smem=int(shared_mem), checked=settings.sim_checks == "full")
-        result = run_launch(build.library, spec, launch_args, settings)
+        result = run_launch(build.library, spec, launch_args, settings,
+                            source_file=self.filename)
         for name, array in arrays.items():
             if name in result.outputs:
                 array[...] = result.outputs[name]

@@ -187,7 +187,7 @@ class MetalKernel:
         spec = LaunchSpec(groups=tuple(-(-g // t) for g, t in zip(grid, eff, strict=True)),
                           threadgroup=eff, grid_threads=grid, nonuniform=True,
                           tg_mem_limit=THREADGROUP_MEMORY, checked=settings.sim_checks == "full")
-        result = run_launch(build.library, spec, args, settings)
+        result = run_launch(build.library, spec, args, settings, source_file="source.metal")
         run = SimRun(True, findings=result.findings, source=shown, printf=result.printf,
                      build=build, diagnostics=build.diagnostics)
         if result.status == "ok":

@@ -20,7 +20,11 @@ RUNNERS = [
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_case_matches_the_numpy_reference(case, runner):
     inputs, args, record = run_case(case, runner, seed=1)
-    assert record.ok, record
+    assert record.compiled, record
+    if runner is cuda_sim.RawKernel:
+        assert bool(record.findings) == case.expect_findings, record.findings
+        if case.expect_findings:
+            return
     for index, expected in case.expect(inputs).items():
         np.testing.assert_allclose(args[index], expected, rtol=case.rtol, atol=case.atol,
                                    err_msg=f"{case.name}: argument {index}")

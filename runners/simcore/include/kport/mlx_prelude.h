@@ -132,16 +132,18 @@ struct Limits {
   static constexpr U finite_max = metal::numeric_limits<U>::max();
   static constexpr U finite_min = metal::numeric_limits<U>::min();
 };
+namespace kp {
 template <typename U>
-struct KpFloatLimits {
+struct mlx_float_limits {
   static constexpr U max = metal::numeric_limits<U>::infinity();
   static constexpr U min = -metal::numeric_limits<U>::infinity();
   static constexpr U finite_max = metal::numeric_limits<U>::max();
   static constexpr U finite_min = -metal::numeric_limits<U>::max();
 };
-template <> struct Limits<half> : KpFloatLimits<half> {};
-template <> struct Limits<float> : KpFloatLimits<float> {};
-template <> struct Limits<bfloat> : KpFloatLimits<bfloat> {};
+}  // namespace kp
+template <> struct Limits<half> : kp::mlx_float_limits<half> {};
+template <> struct Limits<float> : kp::mlx_float_limits<float> {};
+template <> struct Limits<bfloat> : kp::mlx_float_limits<bfloat> {};
 template <>
 struct Limits<bool> {
   static constexpr bool max = true;

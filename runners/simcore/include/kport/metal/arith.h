@@ -44,9 +44,10 @@ using common2_t = typename decltype(common2_of<norm_t<A>, norm_t<B>>())::type;
 template <class A, class B, class C>
 using common3_t = common2_t<common2_t<A, B>, C>;
 
-// r[i] = f(a[i], b[i], ...) with every lane as the element type E.
+// r[i] = f(a[i], b[i], ...) with every lane as the element type E. (Not constexpr: clang 22
+// crashes constant-evaluating stores to ext-vector lanes.)
 template <class R, class F, class... A>
-KP_INLINE constexpr R map_e_impl(F f, const A&... a) {
+KP_INLINE R map_e_impl(F f, const A&... a) {
   if constexpr (vinfo<R>::is_vector) {
     R r;
     for (int i = 0; i < lanes_v<R>; ++i) r[i] = f(a[i]...);
@@ -56,13 +57,13 @@ KP_INLINE constexpr R map_e_impl(F f, const A&... a) {
   }
 }
 template <class R, class F, class... A>
-KP_INLINE constexpr R map_e(F f, const A&... a) {
+KP_INLINE R map_e(F f, const A&... a) {
   return map_e_impl<R>(f, as_arg<R>(a)...);
 }
 
 // Same, but each lane is widened to calc_t (float for half/bfloat) and the result rounded back.
 template <class R, class F, class... A>
-KP_INLINE constexpr R map_c_impl(F f, const A&... a) {
+KP_INLINE R map_c_impl(F f, const A&... a) {
   using E = elem_t<R>;
   using C = calc_t<E>;
   if constexpr (vinfo<R>::is_vector) {
@@ -74,7 +75,7 @@ KP_INLINE constexpr R map_c_impl(F f, const A&... a) {
   }
 }
 template <class R, class F, class... A>
-KP_INLINE constexpr R map_c(F f, const A&... a) {
+KP_INLINE R map_c(F f, const A&... a) {
   return map_c_impl<R>(f, as_arg<R>(a)...);
 }
 

@@ -62,6 +62,14 @@ KP_INLINE void check(const void* p, size_t n, int is_write, site s) {
 #endif
 }
 
+// Which element types Metal gives each fetch operation.
+template <class T>
+inline constexpr bool int_or_uint = is_same_v<T, int> || is_same_v<T, uint>;
+template <class T>
+inline constexpr bool arith_atomic = int_or_uint<T> || is_same_v<T, float>;
+template <class T>
+inline constexpr bool minmax_atomic = int_or_uint<T> || is_same_v<T, ulong>;
+
 // Read-modify-write by CAS (float add/sub, and everything via one path for readability).
 template <class T, class F>
 KP_NOSAN KP_INLINE T rmw(const volatile metal::atomic<T>* obj, metal::memory_order mo, site s,
@@ -134,36 +142,28 @@ KP_NOSAN KP_INLINE bool atomic_compare_exchange_weak_explicit(
   }
 }
 
-// Which element types Metal gives each fetch operation.
-template <class T>
-inline constexpr bool kp_int_or_uint = kp::is_same_v<T, int> || kp::is_same_v<T, uint>;
-template <class T>
-inline constexpr bool kp_arith_atomic = kp_int_or_uint<T> || kp::is_same_v<T, float>;
-template <class T>
-inline constexpr bool kp_minmax_atomic = kp_int_or_uint<T> || kp::is_same_v<T, ulong>;
-
 // Integer add/sub wrap (computed unsigned); float add/sub is a CAS loop.
 #define KP_ATOMIC_FETCH(name, allowed, msg, ...)                                         \
   template <class T>                                                                     \
   KP_NOSAN KP_INLINE T name(volatile atomic<T>* obj, kp::nodeduce_t<T> operand,          \
                             memory_order mo, kp::site s = KP_HERE) {                     \
-    static_assert(allowed<T>, #name ": " msg);                                           \
+    static_assert(kp::allowed<T>, #name ": " msg);                                           \
     return kp::rmw(obj, mo, s, [operand](T old) { return T(__VA_ARGS__); });             \
   }
-KP_ATOMIC_FETCH(atomic_fetch_add_explicit, kp_arith_atomic, "Metal has it for int, uint, float",
+KP_ATOMIC_FETCH(atomic_fetch_add_explicit, arith_atomic, "Metal has it for int, uint, float",
                 kp::is_same_v<T, float> ? old + operand : T(uint(old) + uint(operand)))
-KP_ATOMIC_FETCH(atomic_fetch_sub_explicit, kp_arith_atomic, "Metal has it for int, uint, float",
+KP_ATOMIC_FETCH(atomic_fetch_sub_explicit, arith_atomic, "Metal has it for int, uint, float",
                 kp::is_same_v<T, float> ? old - operand : T(uint(old) - uint(operand)))
-KP_ATOMIC_FETCH(atomic_fetch_and_explicit, kp_int_or_uint, "Metal has it for int and uint",
+KP_ATOMIC_FETCH(atomic_fetch_and_explicit, int_or_uint, "Metal has it for int and uint",
                 old & operand)
-KP_ATOMIC_FETCH(atomic_fetch_or_explicit, kp_int_or_uint, "Metal has it for int and uint",
+KP_ATOMIC_FETCH(atomic_fetch_or_explicit, int_or_uint, "Metal has it for int and uint",
                 old | operand)
-KP_ATOMIC_FETCH(atomic_fetch_xor_explicit, kp_int_or_uint, "Metal has it for int and uint",
+KP_ATOMIC_FETCH(atomic_fetch_xor_explicit, int_or_uint, "Metal has it for int and uint",
                 old ^ operand)
-KP_ATOMIC_FETCH(atomic_fetch_min_explicit, kp_minmax_atomic,
+KP_ATOMIC_FETCH(atomic_fetch_min_explicit, minmax_atomic,
                 "Metal has it for int, uint and (Apple9) ulong; float min needs a CAS loop",
                 operand < old ? operand : old)
-KP_ATOMIC_FETCH(atomic_fetch_max_explicit, kp_minmax_atomic,
+KP_ATOMIC_FETCH(atomic_fetch_max_explicit, minmax_atomic,
                 "Metal has it for int, uint and (Apple9) ulong; float max needs a CAS loop",
                 operand > old ? operand : old)
 #undef KP_ATOMIC_FETCH

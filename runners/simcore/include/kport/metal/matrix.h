@@ -6,6 +6,7 @@
 
 namespace kp {
 
+// Not constexpr: clang 22 crashes constant-evaluating stores to ext-vector lanes (m[c][r] = x).
 template <class T, int C, int R>
 struct matrix {
   using column_type = metal::vec<T, R>;
@@ -13,7 +14,7 @@ struct matrix {
 
   matrix() = default;
   // A scalar puts d on the diagonal, zeros elsewhere (Metal: float4x4(1.0f) is the identity).
-  constexpr explicit matrix(T d) {
+  explicit matrix(T d) {
     for (int c = 0; c < C; ++c) {
       columns[c] = column_type(T(0));
       if (c < R) columns[c][c] = d;
@@ -22,11 +23,11 @@ struct matrix {
   // From C column vectors of R lanes each.
   template <class... V>
     requires(sizeof...(V) == C && C > 1 && ((lanes_v<V> == R && vinfo<V>::is_vector) && ...))
-  constexpr matrix(const V&... cols) : columns{convert<column_type>(unpack(cols))...} {}
+  matrix(const V&... cols) : columns{convert<column_type>(unpack(cols))...} {}
   // From C*R scalars, column by column.
   template <class... S>
     requires(sizeof...(S) == C * R && (arith_scalar<S> && ...))
-  constexpr matrix(S... s) {
+  matrix(S... s) {
     T flat[C * R] = {cvt<T>(s)...};
     for (int c = 0; c < C; ++c)
       for (int r = 0; r < R; ++r) columns[c][r] = flat[c * R + r];
@@ -34,51 +35,51 @@ struct matrix {
   // Element type conversion: float4x4(half4x4_value).
   template <class U>
     requires(!is_same_v<U, T>)
-  constexpr explicit matrix(const matrix<U, C, R>& o) {
+  explicit matrix(const matrix<U, C, R>& o) {
     for (int c = 0; c < C; ++c) columns[c] = convert<column_type>(o.columns[c]);
   }
 
-  constexpr column_type& operator[](int c) { return columns[c]; }
-  constexpr const column_type& operator[](int c) const { return columns[c]; }
+  column_type& operator[](int c) { return columns[c]; }
+  const column_type& operator[](int c) const { return columns[c]; }
 
-  constexpr matrix& operator+=(const matrix& o) { return *this = *this + o; }
-  constexpr matrix& operator-=(const matrix& o) { return *this = *this - o; }
-  constexpr matrix& operator*=(T s) { return *this = *this * s; }
+  matrix& operator+=(const matrix& o) { return *this = *this + o; }
+  matrix& operator-=(const matrix& o) { return *this = *this - o; }
+  matrix& operator*=(T s) { return *this = *this * s; }
   template <int K>
     requires(K == C && C == R)
-  constexpr matrix& operator*=(const matrix<T, K, C>& o) { return *this = *this * o; }
+  matrix& operator*=(const matrix<T, K, C>& o) { return *this = *this * o; }
 
-  friend constexpr matrix operator+(matrix a, const matrix& b) {
+  friend matrix operator+(matrix a, const matrix& b) {
     for (int c = 0; c < C; ++c) a.columns[c] += b.columns[c];
     return a;
   }
-  friend constexpr matrix operator-(matrix a, const matrix& b) {
+  friend matrix operator-(matrix a, const matrix& b) {
     for (int c = 0; c < C; ++c) a.columns[c] -= b.columns[c];
     return a;
   }
-  friend constexpr matrix operator-(matrix a) {
+  friend matrix operator-(matrix a) {
     for (int c = 0; c < C; ++c) a.columns[c] = -a.columns[c];
     return a;
   }
-  friend constexpr matrix operator*(matrix a, T s) {
+  friend matrix operator*(matrix a, T s) {
     for (int c = 0; c < C; ++c) a.columns[c] *= s;
     return a;
   }
-  friend constexpr matrix operator*(T s, matrix a) { return a * s; }
-  friend constexpr bool operator==(const matrix& a, const matrix& b) {
+  friend matrix operator*(T s, matrix a) { return a * s; }
+  friend bool operator==(const matrix& a, const matrix& b) {
     for (int c = 0; c < C; ++c)
       for (int r = 0; r < R; ++r)
         if (a.columns[c][r] != b.columns[c][r]) return false;
     return true;
   }
   // matrix * column vector: sum over columns of column * v[c].
-  friend constexpr metal::vec<T, R> operator*(const matrix& m, metal::vec<T, C> v) {
+  friend metal::vec<T, R> operator*(const matrix& m, metal::vec<T, C> v) {
     metal::vec<T, R> acc = m.columns[0] * v[0];
     for (int c = 1; c < C; ++c) acc += m.columns[c] * v[c];
     return acc;
   }
   // row vector * matrix: one dot product per column.
-  friend constexpr metal::vec<T, C> operator*(metal::vec<T, R> v, const matrix& m) {
+  friend metal::vec<T, C> operator*(metal::vec<T, R> v, const matrix& m) {
     metal::vec<T, C> out;
     for (int c = 0; c < C; ++c) {
       T s = v[0] * m.columns[c][0];
@@ -91,7 +92,7 @@ struct matrix {
 
 // (C columns x R rows) * (K columns x C rows) = K columns x R rows.
 template <class T, int C, int R, int K>
-constexpr matrix<T, K, R> operator*(const matrix<T, C, R>& a, const matrix<T, K, C>& b) {
+matrix<T, K, R> operator*(const matrix<T, C, R>& a, const matrix<T, K, C>& b) {
   matrix<T, K, R> out;
   for (int k = 0; k < K; ++k) out.columns[k] = a * b.columns[k];
   return out;
@@ -109,7 +110,7 @@ template <class T, int C, int R>
 using matrix = kp::matrix<T, C, R>;
 
 template <class T, int C, int R>
-constexpr kp::matrix<T, R, C> transpose(const kp::matrix<T, C, R>& m) {
+kp::matrix<T, R, C> transpose(const kp::matrix<T, C, R>& m) {
   kp::matrix<T, R, C> t;
   for (int c = 0; c < C; ++c)
     for (int r = 0; r < R; ++r) t.columns[r][c] = m.columns[c][r];
@@ -117,17 +118,17 @@ constexpr kp::matrix<T, R, C> transpose(const kp::matrix<T, C, R>& m) {
 }
 
 template <class T>
-constexpr T determinant(const kp::matrix<T, 2, 2>& m) {
+T determinant(const kp::matrix<T, 2, 2>& m) {
   return m[0][0] * m[1][1] - m[1][0] * m[0][1];
 }
 template <class T>
-constexpr T determinant(const kp::matrix<T, 3, 3>& m) {
+T determinant(const kp::matrix<T, 3, 3>& m) {
   return m[0][0] * (m[1][1] * m[2][2] - m[2][1] * m[1][2]) -
          m[1][0] * (m[0][1] * m[2][2] - m[2][1] * m[0][2]) +
          m[2][0] * (m[0][1] * m[1][2] - m[1][1] * m[0][2]);
 }
 template <class T>
-constexpr T determinant(const kp::matrix<T, 4, 4>& m) {
+T determinant(const kp::matrix<T, 4, 4>& m) {
   T det = T(0);
   for (int c = 0; c < 4; ++c) {  // Laplace expansion along row 0
     kp::matrix<T, 3, 3> minor;

@@ -64,10 +64,10 @@ struct packed : packed_storage<T, N> {
     int i = 0;
     ((this->v[i++] = T(a)), ...);
   }
-  constexpr operator vector_type() const {
-    vector_type r;
-    for (int i = 0; i < N; ++i) r[i] = this->v[i];
-    return r;
+  constexpr operator vector_type() const { return to_vector(make_seq<N>{}); }
+  template <int... I>
+  constexpr vector_type to_vector(int_seq<int, I...>) const {
+    return vector_type{this->v[I]...};
   }
   constexpr T& operator[](int i) { return this->v[i]; }
   constexpr const T& operator[](int i) const { return this->v[i]; }

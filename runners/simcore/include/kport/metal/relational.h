@@ -37,7 +37,7 @@ template <class A, class B, class C, class R = kp::common2_t<A, B>>
   requires(!kp::is_same_v<R, void> &&
            ((kp::condition<C> && (kp::lanes_v<C> == 1 || kp::lanes_v<C> == kp::lanes_v<R>)) ||
             (!kp::vinfo<R>::is_vector && kp::arith_scalar<C>)))
-KP_INLINE constexpr R select(A a, B b, C c) {
+KP_INLINE R select(A a, B b, C c) {
   R ra = kp::as_arg<R>(a), rb = kp::as_arg<R>(b);
   if constexpr (kp::vinfo<R>::is_vector) {
     R r;
@@ -49,14 +49,14 @@ KP_INLINE constexpr R select(A a, B b, C c) {
 }
 template <class A, class B>
   requires(!kp::vinfo<A>::is_vector && kp::is_same_v<A, B> && !kp::arith_scalar<A>)
-KP_INLINE constexpr A select(A a, B b, bool c) {
+KP_INLINE A select(A a, B b, bool c) {
   return c ? b : a;
 }
 
 #define KP_CLASSIFY(name, expr)                                                 \
   template <class X>                                                            \
     requires kp::fp_like<X>                                                     \
-  KP_INLINE constexpr kp::bools_of_t<X> name(X x) {                             \
+  KP_INLINE kp::bools_of_t<X> name(X x) {                             \
     kp::bools_of_t<X> r;                                                        \
     for (int i = 0; i < kp::lanes_v<X>; ++i) {                                  \
       auto v = kp::calc_t<kp::elem_t<X>>(kp::lane(x, i));                       \
@@ -78,13 +78,13 @@ KP_CLASSIFY(signbit, __builtin_signbit(v))
 
 template <class A, class B, class R = kp::common2_t<A, B>>
   requires kp::fp_like<R>
-KP_INLINE constexpr kp::bools_of_t<R> isunordered(A a, B b) {
+KP_INLINE kp::bools_of_t<R> isunordered(A a, B b) {
   R x = kp::as_arg<R>(a), y = kp::as_arg<R>(b);
   return isnan(x) || isnan(y);
 }
 template <class A, class B, class R = kp::common2_t<A, B>>
   requires kp::fp_like<R>
-KP_INLINE constexpr kp::bools_of_t<R> isordered(A a, B b) {
+KP_INLINE kp::bools_of_t<R> isordered(A a, B b) {
   return !isunordered(a, b);
 }
 

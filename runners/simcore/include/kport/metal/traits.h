@@ -90,6 +90,43 @@ using calc_t = conditional_t<is_same_v<E, double>, double, float>;
 template <class T>
 T&& declval() noexcept;
 
+// Bases of metal::numeric_limits.
+template <class T>
+struct int_limits {
+  static constexpr bool is_specialized = true;
+  static constexpr bool is_signed = T(-1) < T(0);
+  static constexpr bool is_integer = true;
+  static constexpr bool is_exact = true;
+  static constexpr bool has_infinity = false;
+  static constexpr bool has_quiet_NaN = false;
+  static constexpr int digits = int(sizeof(T) * 8) - (is_signed ? 1 : 0);
+  static constexpr T max() { return is_signed ? T(~(T(1) << (sizeof(T) * 8 - 1))) : T(~T(0)); }
+  static constexpr T min() { return is_signed ? T(T(1) << (sizeof(T) * 8 - 1)) : T(0); }
+  static constexpr T lowest() { return min(); }
+  static constexpr T epsilon() { return T(0); }
+  static constexpr T infinity() { return T(0); }
+  static constexpr T quiet_NaN() { return T(0); }
+};
+// Floating types described by their bit patterns: (storage type, max, min normal, epsilon,
+// denorm_min, infinity, quiet NaN, mantissa digits).
+template <class T, class Bits, Bits kMax, Bits kMin, Bits kEps, Bits kDen, Bits kInf, Bits kNan,
+          int kDigits>
+struct float_limits {
+  static constexpr bool is_specialized = true;
+  static constexpr bool is_signed = true;
+  static constexpr bool is_integer = false;
+  static constexpr bool is_exact = false;
+  static constexpr bool has_infinity = true;
+  static constexpr bool has_quiet_NaN = true;
+  static constexpr int digits = kDigits;
+  static constexpr T max() { return __builtin_bit_cast(T, kMax); }
+  static constexpr T min() { return __builtin_bit_cast(T, kMin); }
+  static constexpr T lowest() { return -max(); }
+  static constexpr T epsilon() { return __builtin_bit_cast(T, kEps); }
+  static constexpr T denorm_min() { return __builtin_bit_cast(T, kDen); }
+  static constexpr T infinity() { return __builtin_bit_cast(T, kInf); }
+  static constexpr T quiet_NaN() { return __builtin_bit_cast(T, kNan); }
+};
 }  // namespace kp
 
 namespace metal {
@@ -193,68 +230,32 @@ struct numeric_limits {
   static constexpr bool is_specialized = false;
 };
 
-template <class T>
-struct kp_int_limits {
-  static constexpr bool is_specialized = true;
-  static constexpr bool is_signed = T(-1) < T(0);
-  static constexpr bool is_integer = true;
-  static constexpr bool is_exact = true;
-  static constexpr bool has_infinity = false;
-  static constexpr bool has_quiet_NaN = false;
-  static constexpr int digits = int(sizeof(T) * 8) - (is_signed ? 1 : 0);
-  static constexpr T max() { return is_signed ? T(~(T(1) << (sizeof(T) * 8 - 1))) : T(~T(0)); }
-  static constexpr T min() { return is_signed ? T(T(1) << (sizeof(T) * 8 - 1)) : T(0); }
-  static constexpr T lowest() { return min(); }
-  static constexpr T epsilon() { return T(0); }
-  static constexpr T infinity() { return T(0); }
-  static constexpr T quiet_NaN() { return T(0); }
-};
-template <> struct numeric_limits<bool> : kp_int_limits<bool> {
+template <> struct numeric_limits<bool> : kp::int_limits<bool> {
   static constexpr bool max() { return true; }
   static constexpr bool min() { return false; }
   static constexpr bool lowest() { return false; }
 };
-template <> struct numeric_limits<char> : kp_int_limits<char> {};
-template <> struct numeric_limits<signed char> : kp_int_limits<signed char> {};
-template <> struct numeric_limits<unsigned char> : kp_int_limits<unsigned char> {};
-template <> struct numeric_limits<short> : kp_int_limits<short> {};
-template <> struct numeric_limits<unsigned short> : kp_int_limits<unsigned short> {};
-template <> struct numeric_limits<int> : kp_int_limits<int> {};
-template <> struct numeric_limits<unsigned int> : kp_int_limits<unsigned int> {};
-template <> struct numeric_limits<long> : kp_int_limits<long> {};
-template <> struct numeric_limits<unsigned long> : kp_int_limits<unsigned long> {};
-template <> struct numeric_limits<long long> : kp_int_limits<long long> {};
-template <> struct numeric_limits<unsigned long long> : kp_int_limits<unsigned long long> {};
+template <> struct numeric_limits<char> : kp::int_limits<char> {};
+template <> struct numeric_limits<signed char> : kp::int_limits<signed char> {};
+template <> struct numeric_limits<unsigned char> : kp::int_limits<unsigned char> {};
+template <> struct numeric_limits<short> : kp::int_limits<short> {};
+template <> struct numeric_limits<unsigned short> : kp::int_limits<unsigned short> {};
+template <> struct numeric_limits<int> : kp::int_limits<int> {};
+template <> struct numeric_limits<unsigned int> : kp::int_limits<unsigned int> {};
+template <> struct numeric_limits<long> : kp::int_limits<long> {};
+template <> struct numeric_limits<unsigned long> : kp::int_limits<unsigned long> {};
+template <> struct numeric_limits<long long> : kp::int_limits<long long> {};
+template <> struct numeric_limits<unsigned long long> : kp::int_limits<unsigned long long> {};
 
-// Floating types described by their bit patterns: (storage type, max, min normal, epsilon,
-// denorm_min, infinity, quiet NaN, mantissa digits).
-template <class T, class Bits, Bits kMax, Bits kMin, Bits kEps, Bits kDen, Bits kInf, Bits kNan,
-          int kDigits>
-struct kp_float_limits {
-  static constexpr bool is_specialized = true;
-  static constexpr bool is_signed = true;
-  static constexpr bool is_integer = false;
-  static constexpr bool is_exact = false;
-  static constexpr bool has_infinity = true;
-  static constexpr bool has_quiet_NaN = true;
-  static constexpr int digits = kDigits;
-  static constexpr T max() { return __builtin_bit_cast(T, kMax); }
-  static constexpr T min() { return __builtin_bit_cast(T, kMin); }
-  static constexpr T lowest() { return -max(); }
-  static constexpr T epsilon() { return __builtin_bit_cast(T, kEps); }
-  static constexpr T denorm_min() { return __builtin_bit_cast(T, kDen); }
-  static constexpr T infinity() { return __builtin_bit_cast(T, kInf); }
-  static constexpr T quiet_NaN() { return __builtin_bit_cast(T, kNan); }
-};
 template <> struct numeric_limits<float>
-    : kp_float_limits<float, uint32_t, 0x7f7fffffu, 0x00800000u, 0x34000000u, 1u, 0x7f800000u,
+    : kp::float_limits<float, uint32_t, 0x7f7fffffu, 0x00800000u, 0x34000000u, 1u, 0x7f800000u,
                       0x7fc00000u, 24> {};
 template <> struct numeric_limits<half>
-    : kp_float_limits<half, uint16_t, 0x7bff, 0x0400, 0x1400, 1, 0x7c00, 0x7e00, 11> {};
+    : kp::float_limits<half, uint16_t, 0x7bff, 0x0400, 0x1400, 1, 0x7c00, 0x7e00, 11> {};
 template <> struct numeric_limits<bfloat>
-    : kp_float_limits<bfloat, uint16_t, 0x7f7f, 0x0080, 0x3c00, 1, 0x7f80, 0x7fc0, 8> {};
+    : kp::float_limits<bfloat, uint16_t, 0x7f7f, 0x0080, 0x3c00, 1, 0x7f80, 0x7fc0, 8> {};
 template <> struct numeric_limits<double>
-    : kp_float_limits<double, uint64_t, 0x7fefffffffffffffull, 0x0010000000000000ull,
+    : kp::float_limits<double, uint64_t, 0x7fefffffffffffffull, 0x0010000000000000ull,
                       0x3cb0000000000000ull, 1ull, 0x7ff0000000000000ull,
                       0x7ff8000000000000ull, 53> {};
 template <class T> struct numeric_limits<const T> : numeric_limits<T> {};
