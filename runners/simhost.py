@@ -80,7 +80,8 @@ class LaunchResult:
     findings: list[Finding] = field(default_factory=list)
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
     printf: str = ""
-    wall_s: float = 0.0
+    wall_s: float = 0.0  # the child's whole run, buffer I/O included
+    kernel_s: float = 0.0  # running the threadgroups only
 
     @property
     def ok(self) -> bool:
@@ -213,7 +214,8 @@ def run_launch(library: Path, spec: LaunchSpec, args: list[BufferArg | ScalarArg
         printf = (work / "printf.txt").read_text(errors="replace") if (
             work / "printf.txt").is_file() else ""
         result = LaunchResult(raw["status"], _findings(raw, library, source_file), printf=printf,
-                              wall_s=raw.get("wall_s", 0.0))
+                              wall_s=raw.get("wall_s", 0.0),
+                              kernel_s=raw.get("kernel_s", 0.0))
         if raw["status"] == "ok":
             for i, arg in enumerate(args):
                 if isinstance(arg, BufferArg) and arg.mode != "in":

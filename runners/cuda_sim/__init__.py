@@ -64,6 +64,7 @@ class CudaRun:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     printf: str = ""
     build: Build | None = None
+    kernel_s: float = 0.0  # time running the blocks, in the child
 
     @property
     def ok(self) -> bool:
@@ -150,7 +151,8 @@ class RawKernel:
         for name, array in arrays.items():
             if name in result.outputs:
                 array[...] = result.outputs[name]
-        return CudaRun(True, result.findings, build.diagnostics, result.printf, build)
+        return CudaRun(True, result.findings, build.diagnostics, result.printf, build,
+                       result.kernel_s)
 
     def __call__(self, grid, block, args, *, shared_mem: int = 0) -> None:
         run = self.launch(grid, block, args, shared_mem)

@@ -39,6 +39,7 @@ class SimRun:
     source: str = ""  # the text MLX would compile (prelude excluded)
     printf: str = ""
     build: Build | None = None
+    kernel_s: float = 0.0  # time running the threadgroups, in the child
 
     @property
     def ok(self) -> bool:
@@ -189,7 +190,7 @@ class MetalKernel:
                           tg_mem_limit=THREADGROUP_MEMORY, checked=settings.sim_checks == "full")
         result = run_launch(build.library, spec, args, settings, source_file="source.metal")
         run = SimRun(True, findings=result.findings, source=shown, printf=result.printf,
-                     build=build, diagnostics=build.diagnostics)
+                     build=build, diagnostics=build.diagnostics, kernel_s=result.kernel_s)
         if result.status == "ok":
             for name, t in zip(self.output_names, outputs, strict=True):
                 run.outputs.append(to_mx(Tensor(result.outputs[name], t.dtype)))

@@ -45,7 +45,7 @@ static const size_t kMaxFindings = 200, kMaxPrintf = 1 << 20;
 static bool g_printf_truncated = false;
 static uintptr_t g_lib_base = 0;
 static std::atomic<int> g_finishing{0};
-static double g_t0;
+static double g_t0, g_kernel_s = 0;
 
 static const char* kind_name(int kind) {
   switch (kind) {
@@ -110,8 +110,9 @@ static double now() {
 static void write_result(const char* status, const Finding* fatal) {
   FILE* out = fopen(g_launch.result_path.c_str(), "w");
   if (!out) _exit(70);
-  fprintf(out, "{\"status\": \"%s\", \"wall_s\": %.6f, \"printf_truncated\": %s,\n \"fatal\": ",
-          status, now() - g_t0, g_printf_truncated ? "true" : "false");
+  fprintf(out, "{\"status\": \"%s\", \"wall_s\": %.6f, \"kernel_s\": %.6f, "
+          "\"printf_truncated\": %s,\n \"fatal\": ", status, now() - g_t0, g_kernel_s,
+          g_printf_truncated ? "true" : "false");
   if (fatal) write_finding(out, *fatal);
   else fputs("null", out);
   fputs(",\n \"findings\": [", out);
@@ -399,9 +400,11 @@ int main(int argc, char** argv) {
     }
   };
   std::vector<std::thread> pool;
+  double t_start = now();
   for (int i = 1; i < nthreads; i++) pool.emplace_back(work, i);
   work(0);
   for (auto& t : pool) t.join();
+  g_kernel_s = now() - t_start;
   if (!g_launch.checked) check_canaries();  // checked mode already saw every access
   write_back();
   write_result("ok", nullptr);

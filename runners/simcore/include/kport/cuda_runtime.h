@@ -2,6 +2,10 @@
 // runtime (rt.h), behaving as on an NVIDIA GPU. Every kernel TU of the CUDA dialect starts with
 // this header. Host-side CUDA (launches, cudaMalloc, ...) is not part of the shim.
 #pragma once
+#pragma clang system_header
+// nvcc's device pass defines __CUDACC__; set before any system header so that libc++ spells its
+// noinline attribute in the form that survives CUDA's __noinline__ macro (libc++ __config).
+#define __CUDACC__ 1
 // C headers first: the macros below (printf, assert, __noinline__) must not reach them.
 #include <assert.h>
 #include <float.h>
@@ -15,19 +19,20 @@
 
 #include <kport/rt.h>
 
-// ---- What the source sees: a device compilation pass of nvcc --------------------------------------
+// ---- What the source sees: a device compilation pass of nvcc
+// --------------------------------------
 // __CUDA_ARCH__ selects the device paths of host/device code; override with -D__CUDA_ARCH__=...
 #ifndef __CUDA_ARCH__
 #define __CUDA_ARCH__ 800
 #endif
-#define __CUDACC__ 1
 #define __CUDACC_VER_MAJOR__ 12
 #define __CUDACC_VER_MINOR__ 8
 #define __CUDACC_VER_BUILD__ 0
 #define CUDA_VERSION 12080
 #define CUDART_VERSION 12080
 
-// ---- Qualifiers ------------------------------------------------------------------------------------
+// ---- Qualifiers
+// ------------------------------------------------------------------------------------
 #define __global__
 #define __device__
 #define __host__
@@ -39,7 +44,6 @@
 #define __cudart_builtin__
 #define __forceinline__ inline __attribute__((always_inline))
 #define __noinline__ __attribute__((noinline))
-#define __inline__ inline
 #define __launch_bounds__(...)
 #define __maxnreg__(n)
 #define __align__(n) __attribute__((aligned(n)))
@@ -48,10 +52,17 @@
 
 #include <kport/cuda/vector_types.h>
 
-// ---- Built-in variables: expressions reading the running fiber's position ------------------------
+// ---- Built-in variables: expressions reading the running fiber's position
+// ------------------------
 namespace kp_cuda {
-KP_INLINE uint3 thread_idx() { const kp_thread* t = kp_cur; return uint3{t->tid[0], t->tid[1], t->tid[2]}; }
-KP_INLINE uint3 block_idx() { const kp_thread* t = kp_cur; return uint3{t->gid[0], t->gid[1], t->gid[2]}; }
+KP_INLINE uint3 thread_idx() {
+  const kp_thread* t = kp_cur;
+  return uint3{t->tid[0], t->tid[1], t->tid[2]};
+}
+KP_INLINE uint3 block_idx() {
+  const kp_thread* t = kp_cur;
+  return uint3{t->gid[0], t->gid[1], t->gid[2]};
+}
 KP_INLINE dim3 block_dim() {
   const kp_thread* t = kp_cur;
   return dim3(t->tg_dispatch[0], t->tg_dispatch[1], t->tg_dispatch[2]);
@@ -78,7 +89,8 @@ inline constexpr int warpSize = 32;
 #include <kport/cuda/atomics.h>
 #include <kport/cuda/host_types.h>
 
-// ---- Traps, clocks -----------------------------------------------------------------------------------
+// ---- Traps, clocks
+// -----------------------------------------------------------------------------------
 [[noreturn]] KP_INLINE void __trap(unsigned kp_line = __builtin_LINE()) {
   kp_fatal(KP_F_INVALID, kp_line, "__trap() called: the kernel aborted");
 }
@@ -88,14 +100,8 @@ inline constexpr int warpSize = 32;
 // Cycle counters: monotonic per thread, meaningless as GPU timings.
 KP_INLINE long long clock64() { return (long long)__builtin_readcyclecounter(); }
 
-// ---- printf and assert inside kernels --------------------------------------------------------------
-// Device printf goes to the launch's captured output (std::printf would break; nobody writes it).
+// ---- printf and assert inside kernels
+// -------------------------------------------------------------- Device printf goes to the launch's
+// captured output (std::printf would break; nobody writes it).
 #define printf kp_printf
-// A failed device assert stops the launch with the expression; NDEBUG disables it, as in CUDA.
-#undef assert
-#ifdef NDEBUG
-#define assert(e) ((void)0)
-#else
-#define assert(e) \
-  ((e) ? (void)0 : kp_fatal(KP_F_INVALID, __LINE__, "device assert failed: " #e))
-#endif
+#include <kport/cuda/device_assert.h>

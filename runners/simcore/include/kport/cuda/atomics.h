@@ -3,6 +3,7 @@
 // here. Under ThreadSanitizer builds (KP_INSTRUMENTED) the functions are left uninstrumented and
 // report their access to the runtime's bounds checker instead.
 #pragma once
+#pragma clang system_header
 #include <kport/rt.h>
 #include <kport/cuda/bf16.h>
 #include <kport/cuda/fp16.h>
@@ -19,7 +20,8 @@
 #define KP_ATOMIC_CHECK(p) ((void)0)
 #endif
 
-// ---- Fences ---------------------------------------------------------------------------------------
+// ---- Fences
+// ---------------------------------------------------------------------------------------
 KP_ATOMIC_FN void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 KP_ATOMIC_FN void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 KP_ATOMIC_FN void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
@@ -38,15 +40,14 @@ KP_ATOMIC_FN T atomic_update(T* p, F f) {
 }  // namespace kp_cuda
 
 // Each definition is stamped out for the plain, _block and _system names.
-#define KP_ATOMIC(RET, NAME, PARAMS, ...)                                                       \
-  KP_ATOMIC_FN RET NAME PARAMS __VA_ARGS__                                                      \
-  KP_ATOMIC_FN RET NAME##_block PARAMS __VA_ARGS__                                              \
-  KP_ATOMIC_FN RET NAME##_system PARAMS __VA_ARGS__
+#define KP_ATOMIC(RET, NAME, PARAMS, ...)                                                          \
+  KP_ATOMIC_FN RET NAME PARAMS __VA_ARGS__ KP_ATOMIC_FN RET NAME##_block PARAMS __VA_ARGS__        \
+      KP_ATOMIC_FN RET NAME##_system PARAMS __VA_ARGS__
 
-#define KP_ATOMIC_RMW(NAME, T, BUILTIN)                                                         \
-  KP_ATOMIC(T, NAME, (T* address, T val KP_ATOMIC_SITE), {                                      \
-    KP_ATOMIC_CHECK(address);                                                                   \
-    return BUILTIN(address, val, __ATOMIC_RELAXED);                                             \
+#define KP_ATOMIC_RMW(NAME, T, BUILTIN)                                                            \
+  KP_ATOMIC(T, NAME, (T * address, T val KP_ATOMIC_SITE), {                                        \
+    KP_ATOMIC_CHECK(address);                                                                      \
+    return BUILTIN(address, val, __ATOMIC_RELAXED);                                                \
   })
 
 KP_ATOMIC_RMW(atomicAdd, int, __atomic_fetch_add)
@@ -75,12 +76,12 @@ KP_ATOMIC_RMW(atomicXor, unsigned int, __atomic_fetch_xor)
 KP_ATOMIC_RMW(atomicXor, unsigned long long, __atomic_fetch_xor)
 #undef KP_ATOMIC_RMW
 
-#define KP_ATOMIC_EXCH(T)                                                                       \
-  KP_ATOMIC(T, atomicExch, (T* address, T val KP_ATOMIC_SITE), {                                \
-    KP_ATOMIC_CHECK(address);                                                                   \
-    T old;                                                                                      \
-    __atomic_exchange(address, &val, &old, __ATOMIC_RELAXED);                                   \
-    return old;                                                                                 \
+#define KP_ATOMIC_EXCH(T)                                                                          \
+  KP_ATOMIC(T, atomicExch, (T * address, T val KP_ATOMIC_SITE), {                                  \
+    KP_ATOMIC_CHECK(address);                                                                      \
+    T old;                                                                                         \
+    __atomic_exchange(address, &val, &old, __ATOMIC_RELAXED);                                      \
+    return old;                                                                                    \
   })
 KP_ATOMIC_EXCH(int)
 KP_ATOMIC_EXCH(unsigned int)
@@ -88,12 +89,11 @@ KP_ATOMIC_EXCH(unsigned long long)
 KP_ATOMIC_EXCH(float)
 #undef KP_ATOMIC_EXCH
 
-#define KP_ATOMIC_CAS(T)                                                                        \
-  KP_ATOMIC(T, atomicCAS, (T* address, T compare, T val KP_ATOMIC_SITE), {                      \
-    KP_ATOMIC_CHECK(address);                                                                   \
-    __atomic_compare_exchange(address, &compare, &val, false, __ATOMIC_RELAXED,                 \
-                              __ATOMIC_RELAXED);                                                \
-    return compare;                                                                             \
+#define KP_ATOMIC_CAS(T)                                                                           \
+  KP_ATOMIC(T, atomicCAS, (T * address, T compare, T val KP_ATOMIC_SITE), {                        \
+    KP_ATOMIC_CHECK(address);                                                                      \
+    __atomic_compare_exchange(address, &compare, &val, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED); \
+    return compare;                                                                                \
   })
 KP_ATOMIC_CAS(int)
 KP_ATOMIC_CAS(unsigned int)
@@ -104,21 +104,21 @@ KP_ATOMIC_CAS(unsigned short)
 // Wrapping counters: atomicInc resets to 0 past val, atomicDec reloads val at 0 or above val.
 KP_ATOMIC(unsigned int, atomicInc, (unsigned int* address, unsigned int val KP_ATOMIC_SITE), {
   KP_ATOMIC_CHECK(address);
-  return kp_cuda::atomic_update(address, [val](unsigned int old) { return old >= val ? 0u : old + 1; });
+  return kp_cuda::atomic_update(address,
+                                [val](unsigned int old) { return old >= val ? 0u : old + 1; });
 })
 KP_ATOMIC(unsigned int, atomicDec, (unsigned int* address, unsigned int val KP_ATOMIC_SITE), {
   KP_ATOMIC_CHECK(address);
-  return kp_cuda::atomic_update(address, [val](unsigned int old) {
-    return (old == 0 || old > val) ? val : old - 1;
-  });
+  return kp_cuda::atomic_update(
+      address, [val](unsigned int old) { return (old == 0 || old > val) ? val : old - 1; });
 })
 
 // Half-precision adds round like __hadd; a __half2 add is atomic per 32-bit word here (CUDA only
 // promises each half separately).
-#define KP_ATOMIC_ADD16(T, ADD)                                                                 \
-  KP_ATOMIC(T, atomicAdd, (T* address, T val KP_ATOMIC_SITE), {                                 \
-    KP_ATOMIC_CHECK(address);                                                                   \
-    return kp_cuda::atomic_update(address, [val](T old) { return ADD(old, val); });             \
+#define KP_ATOMIC_ADD16(T, ADD)                                                                    \
+  KP_ATOMIC(T, atomicAdd, (T * address, T val KP_ATOMIC_SITE), {                                   \
+    KP_ATOMIC_CHECK(address);                                                                      \
+    return kp_cuda::atomic_update(address, [val](T old) { return ADD(old, val); });                \
   })
 KP_ATOMIC_ADD16(__half, __hadd)
 KP_ATOMIC_ADD16(__half2, __hadd2)
@@ -127,12 +127,12 @@ KP_ATOMIC_ADD16(__nv_bfloat162, __hadd2)
 #undef KP_ATOMIC_ADD16
 
 // sm_90 vector float adds: atomic per component, as documented.
-KP_ATOMIC(float2, atomicAdd, (float2* address, float2 val KP_ATOMIC_SITE), {
+KP_ATOMIC(float2, atomicAdd, (float2 * address, float2 val KP_ATOMIC_SITE), {
   KP_ATOMIC_CHECK(address);
   return make_float2(__atomic_fetch_add(&address->x, val.x, __ATOMIC_RELAXED),
                      __atomic_fetch_add(&address->y, val.y, __ATOMIC_RELAXED));
 })
-KP_ATOMIC(float4, atomicAdd, (float4* address, float4 val KP_ATOMIC_SITE), {
+KP_ATOMIC(float4, atomicAdd, (float4 * address, float4 val KP_ATOMIC_SITE), {
   KP_ATOMIC_CHECK(address);
   return make_float4(__atomic_fetch_add(&address->x, val.x, __ATOMIC_RELAXED),
                      __atomic_fetch_add(&address->y, val.y, __ATOMIC_RELAXED),

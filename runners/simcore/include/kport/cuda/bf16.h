@@ -2,10 +2,15 @@
 // float arithmetic rounded once to bf16 (exact for + - * / sqrt since float has > 2*8+2 bits).
 // Honours __CUDA_NO_BFLOAT16_CONVERSIONS__, _OPERATORS__ and __CUDA_NO_BFLOAT162_OPERATORS__.
 #pragma once
+#pragma clang system_header
 #include <kport/cuda/fp16.h>
 
-struct alignas(2) __nv_bfloat16_raw { unsigned short x; };
-struct alignas(4) __nv_bfloat162_raw { unsigned short x, y; };
+struct alignas(2) __nv_bfloat16_raw {
+  unsigned short x;
+};
+struct alignas(4) __nv_bfloat162_raw {
+  unsigned short x, y;
+};
 
 struct alignas(2) __nv_bfloat16 {
  protected:
@@ -14,7 +19,10 @@ struct alignas(2) __nv_bfloat16 {
  public:
   __nv_bfloat16() = default;
   constexpr __nv_bfloat16(const __nv_bfloat16_raw& r) : __x(r.x) {}
-  __nv_bfloat16& operator=(const __nv_bfloat16_raw& r) { __x = r.x; return *this; }
+  __nv_bfloat16& operator=(const __nv_bfloat16_raw& r) {
+    __x = r.x;
+    return *this;
+  }
   volatile __nv_bfloat16& operator=(const __nv_bfloat16_raw& r) volatile {
     __x = r.x;
     return *this;
@@ -32,13 +40,16 @@ struct alignas(2) __nv_bfloat16 {
   __nv_bfloat16(float f) : __x(kp_cuda::fmt_bf16::rn(f)) {}
   __nv_bfloat16(double d) : __x(kp_cuda::to16<kp_cuda::fmt_bf16>(d, kp_cuda::RN)) {}
   operator float() const { return kp_cuda::fmt_bf16::to_float(__x); }
-  __nv_bfloat16& operator=(float f) { __x = kp_cuda::fmt_bf16::rn(f); return *this; }
+  __nv_bfloat16& operator=(float f) {
+    __x = kp_cuda::fmt_bf16::rn(f);
+    return *this;
+  }
   __nv_bfloat16& operator=(double d) {
     __x = kp_cuda::to16<kp_cuda::fmt_bf16>(d, kp_cuda::RN);
     return *this;
   }
-#define KP_BF16_INT(I)                                                                          \
-  __nv_bfloat16(I v) : __x(kp_cuda::int_to16<kp_cuda::fmt_bf16>(v, kp_cuda::RN)) {}             \
+#define KP_BF16_INT(I)                                                                             \
+  __nv_bfloat16(I v) : __x(kp_cuda::int_to16<kp_cuda::fmt_bf16>(v, kp_cuda::RN)) {}                \
   operator I() const { return kp_cuda::f16_to_int<I, kp_cuda::fmt_bf16>(__x, kp_cuda::RZ); }
   KP_BF16_INT(short)
   KP_BF16_INT(unsigned short)
@@ -106,7 +117,9 @@ KP_INLINE constexpr __nv_bfloat16 __short_as_bfloat16(const short s) {
 KP_INLINE float __bfloat162float(const __nv_bfloat16 h) {
   return kp_cuda::fmt_bf16::to_float(kp_cuda::bits<unsigned short>(h));
 }
-KP_INLINE __nv_bfloat16 kp_bf16_rn(float f) { return __ushort_as_bfloat16(kp_cuda::fmt_bf16::rn(f)); }
+KP_INLINE __nv_bfloat16 kp_bf16_rn(float f) {
+  return __ushort_as_bfloat16(kp_cuda::fmt_bf16::rn(f));
+}
 KP_INLINE __nv_bfloat16 __float2bfloat16(const float f) { return kp_bf16_rn(f); }
 KP_INLINE __nv_bfloat16 __float2bfloat16_rn(const float f) { return kp_bf16_rn(f); }
 KP_INLINE __nv_bfloat16 __float2bfloat16_rz(const float f) {
@@ -122,7 +135,8 @@ KP_INLINE __nv_bfloat16 __double2bfloat16(const double d) {
   return __ushort_as_bfloat16(kp_cuda::to16<kp_cuda::fmt_bf16>(d, kp_cuda::RN));
 }
 KP_INLINE __half __bfloat162half(const __nv_bfloat16 b) {
-  return __ushort_as_half(kp_cuda::fmt_half::rn(kp_cuda::fmt_bf16::to_float(kp_cuda::bits<unsigned short>(b))));
+  return __ushort_as_half(
+      kp_cuda::fmt_half::rn(kp_cuda::fmt_bf16::to_float(kp_cuda::bits<unsigned short>(b))));
 }
 KP_INLINE __nv_bfloat16 __half2bfloat16(const __half h) {
   return kp_bf16_rn(kp_cuda::fmt_half::to_float(kp_cuda::bits<unsigned short>(h)));
@@ -131,25 +145,48 @@ KP_INLINE __nv_bfloat16 __half2bfloat16(const __half h) {
 KP_INLINE __nv_bfloat162 __halves2bfloat162(const __nv_bfloat16 a, const __nv_bfloat16 b) {
   return __nv_bfloat162(a, b);
 }
-KP_INLINE __nv_bfloat162 make_bfloat162(const __nv_bfloat16 a, const __nv_bfloat16 b) { return __nv_bfloat162(a, b); }
-KP_INLINE __nv_bfloat162 __bfloat162bfloat162(const __nv_bfloat16 a) { return __nv_bfloat162(a, a); }
-KP_INLINE __nv_bfloat162 __float2bfloat162_rn(const float f) { return __bfloat162bfloat162(kp_bf16_rn(f)); }
+KP_INLINE __nv_bfloat162 make_bfloat162(const __nv_bfloat16 a, const __nv_bfloat16 b) {
+  return __nv_bfloat162(a, b);
+}
+KP_INLINE __nv_bfloat162 __bfloat162bfloat162(const __nv_bfloat16 a) {
+  return __nv_bfloat162(a, a);
+}
+KP_INLINE __nv_bfloat162 __float2bfloat162_rn(const float f) {
+  return __bfloat162bfloat162(kp_bf16_rn(f));
+}
 KP_INLINE __nv_bfloat162 __floats2bfloat162_rn(const float a, const float b) {
   return __nv_bfloat162(kp_bf16_rn(a), kp_bf16_rn(b));
 }
-KP_INLINE __nv_bfloat162 __float22bfloat162_rn(const float2 f) { return __floats2bfloat162_rn(f.x, f.y); }
+KP_INLINE __nv_bfloat162 __float22bfloat162_rn(const float2 f) {
+  return __floats2bfloat162_rn(f.x, f.y);
+}
 KP_INLINE float2 __bfloat1622float2(const __nv_bfloat162 h) {
-  return make_float2(kp_cuda::fmt_bf16::to_float(kp_cuda::bits<unsigned short>(h.x)), kp_cuda::fmt_bf16::to_float(kp_cuda::bits<unsigned short>(h.y)));
+  return make_float2(kp_cuda::fmt_bf16::to_float(kp_cuda::bits<unsigned short>(h.x)),
+                     kp_cuda::fmt_bf16::to_float(kp_cuda::bits<unsigned short>(h.y)));
 }
 KP_INLINE __nv_bfloat16 __low2bfloat16(const __nv_bfloat162 h) { return h.x; }
 KP_INLINE __nv_bfloat16 __high2bfloat16(const __nv_bfloat162 h) { return h.y; }
-KP_INLINE float __low2float(const __nv_bfloat162 h) { return kp_cuda::fmt_bf16::to_float(kp_cuda::bits<unsigned short>(h.x)); }
-KP_INLINE float __high2float(const __nv_bfloat162 h) { return kp_cuda::fmt_bf16::to_float(kp_cuda::bits<unsigned short>(h.y)); }
-KP_INLINE __nv_bfloat162 __lows2bfloat162(const __nv_bfloat162 a, const __nv_bfloat162 b) { return __nv_bfloat162(a.x, b.x); }
-KP_INLINE __nv_bfloat162 __highs2bfloat162(const __nv_bfloat162 a, const __nv_bfloat162 b) { return __nv_bfloat162(a.y, b.y); }
-KP_INLINE __nv_bfloat162 __low2bfloat162(const __nv_bfloat162 a) { return __nv_bfloat162(a.x, a.x); }
-KP_INLINE __nv_bfloat162 __high2bfloat162(const __nv_bfloat162 a) { return __nv_bfloat162(a.y, a.y); }
-KP_INLINE __nv_bfloat162 __lowhigh2highlow(const __nv_bfloat162 a) { return __nv_bfloat162(a.y, a.x); }
+KP_INLINE float __low2float(const __nv_bfloat162 h) {
+  return kp_cuda::fmt_bf16::to_float(kp_cuda::bits<unsigned short>(h.x));
+}
+KP_INLINE float __high2float(const __nv_bfloat162 h) {
+  return kp_cuda::fmt_bf16::to_float(kp_cuda::bits<unsigned short>(h.y));
+}
+KP_INLINE __nv_bfloat162 __lows2bfloat162(const __nv_bfloat162 a, const __nv_bfloat162 b) {
+  return __nv_bfloat162(a.x, b.x);
+}
+KP_INLINE __nv_bfloat162 __highs2bfloat162(const __nv_bfloat162 a, const __nv_bfloat162 b) {
+  return __nv_bfloat162(a.y, b.y);
+}
+KP_INLINE __nv_bfloat162 __low2bfloat162(const __nv_bfloat162 a) {
+  return __nv_bfloat162(a.x, a.x);
+}
+KP_INLINE __nv_bfloat162 __high2bfloat162(const __nv_bfloat162 a) {
+  return __nv_bfloat162(a.y, a.y);
+}
+KP_INLINE __nv_bfloat162 __lowhigh2highlow(const __nv_bfloat162 a) {
+  return __nv_bfloat162(a.y, a.x);
+}
 
 KP_F16_ALL_INT_CONV(__nv_bfloat16, bfloat16, kp_cuda::fmt_bf16)
 

@@ -4,6 +4,7 @@
 // warp primitives of sync.h with the tile's member mask and width, like CUDA's own tiles, so a tile
 // in a partial last warp names lanes that do not exist (exited threads, for the hardware).
 #pragma once
+#pragma clang system_header
 #include <kport/rt.h>
 #include <kport/cuda/sync.h>
 #include <kport/cuda/vector_types.h>
@@ -68,8 +69,8 @@ class thread_block_tile<N, void> {
   template <class T>
   T shfl(T v, int src_rank, KP_SITE) const {
     static_assert(sizeof(T) <= KP_SLOT_BYTES, "shuffled type too large");
-    return kp_cuda::shfl<T>("tile.shfl", build_mask(), v, kp_cuda::SHFL_IDX, (unsigned)src_rank,
-                            N, kp_line, kp_col);
+    return kp_cuda::shfl<T>("tile.shfl", build_mask(), v, kp_cuda::SHFL_IDX, (unsigned)src_rank, N,
+                            kp_line, kp_col);
   }
   template <class T>
   T shfl_down(T v, unsigned int delta, KP_SITE) const {
@@ -94,7 +95,9 @@ class thread_block_tile<N, void> {
     unsigned m = build_mask();
     return __ballot_sync(m, pred, kp_line, kp_col) >> __builtin_ctz(m);
   }
-  int any(int pred, KP_SITE) const { return __ballot_sync(build_mask(), pred, kp_line, kp_col) != 0; }
+  int any(int pred, KP_SITE) const {
+    return __ballot_sync(build_mask(), pred, kp_line, kp_col) != 0;
+  }
   int all(int pred, KP_SITE) const {
     unsigned m = build_mask();
     return __ballot_sync(m, pred, kp_line, kp_col) == m;
@@ -137,15 +140,19 @@ class thread_group {
   unsigned size_, mask_;
 
  public:
-  thread_group(bool block, unsigned size, unsigned mask) : block_(block), size_(size), mask_(mask) {}
+  thread_group(bool block, unsigned size, unsigned mask)
+      : block_(block), size_(size), mask_(mask) {}
   unsigned int size() const { return size_; }
   unsigned int num_threads() const { return size_; }
   unsigned int thread_rank() const {
-    return block_ ? kp_cur->linear : (unsigned)__builtin_popcount(mask_ & ((1u << kp_cur->lane) - 1u));
+    return block_ ? kp_cur->linear
+                  : (unsigned)__builtin_popcount(mask_ & ((1u << kp_cur->lane) - 1u));
   }
   void sync(KP_SITE) const {
-    if (block_) kp_barrier(kp_line, kp_col, 0, 0);
-    else __syncwarp(mask_, kp_line, kp_col);
+    if (block_)
+      kp_barrier(kp_line, kp_col, 0, 0);
+    else
+      __syncwarp(mask_, kp_line, kp_col);
   }
   bool is_block() const { return block_; }
   unsigned int kp_mask() const { return mask_; }
@@ -214,19 +221,43 @@ KP_INLINE coalesced_group coalesced_threads(KP_SITE) {
 }
 
 template <class G>
-KP_INLINE void sync(const G& g, KP_SITE) { g.sync(kp_line, kp_col); }
+KP_INLINE void sync(const G& g, KP_SITE) {
+  g.sync(kp_line, kp_col);
+}
 template <class G>
-KP_INLINE unsigned int thread_rank(const G& g) { return g.thread_rank(); }
+KP_INLINE unsigned int thread_rank(const G& g) {
+  return g.thread_rank();
+}
 template <class G>
-KP_INLINE unsigned int group_size(const G& g) { return g.size(); }
+KP_INLINE unsigned int group_size(const G& g) {
+  return g.size();
+}
 
 // ---- Functors and collectives (cooperative_groups/reduce.h, scan.h) -----------------------------
-template <class T> struct plus { T operator()(const T& a, const T& b) const { return a + b; } };
-template <class T> struct less { T operator()(const T& a, const T& b) const { return b < a ? b : a; } };
-template <class T> struct greater { T operator()(const T& a, const T& b) const { return a < b ? b : a; } };
-template <class T> struct bit_and { T operator()(const T& a, const T& b) const { return a & b; } };
-template <class T> struct bit_or { T operator()(const T& a, const T& b) const { return a | b; } };
-template <class T> struct bit_xor { T operator()(const T& a, const T& b) const { return a ^ b; } };
+template <class T>
+struct plus {
+  T operator()(const T& a, const T& b) const { return a + b; }
+};
+template <class T>
+struct less {
+  T operator()(const T& a, const T& b) const { return b < a ? b : a; }
+};
+template <class T>
+struct greater {
+  T operator()(const T& a, const T& b) const { return a < b ? b : a; }
+};
+template <class T>
+struct bit_and {
+  T operator()(const T& a, const T& b) const { return a & b; }
+};
+template <class T>
+struct bit_or {
+  T operator()(const T& a, const T& b) const { return a | b; }
+};
+template <class T>
+struct bit_xor {
+  T operator()(const T& a, const T& b) const { return a ^ b; }
+};
 
 // Butterfly from size/2 down to 1, own value on the left: every lane gets the result.
 template <unsigned N, class P, class T, class Op>

@@ -1,6 +1,7 @@
 // CUDA float/double intrinsics: fast-math forms, explicit rounding modes, conversions with PTX
 // saturation, and the CUDA math functions that <math.h> lacks (rsqrtf, sinpif, erfinvf, ...).
 #pragma once
+#pragma clang system_header
 #include <kport/rt.h>
 #include <kport/cuda/rounding.h>
 
@@ -35,74 +36,77 @@ KP_INLINE double rsqrt(double x) { return 1.0 / __builtin_sqrt(x); }
 // unconfirmed: correctly rounded except where the double result lies within 2^-53 of a tie.
 KP_INLINE float __frsqrt_rn(float x) { return (float)(1.0 / __builtin_sqrt((double)x)); }
 
-// ---- Explicit rounding modes: __fadd_rz, __dmul_ru, __float2int_rd, ... --------------------------
-#define KP_FOR_MODES(GEN)                                                                        \
-  GEN(rn, kp_cuda::RN)                                                                           \
-  GEN(rz, kp_cuda::RZ)                                                                           \
-  GEN(rd, kp_cuda::RD)                                                                           \
+// ---- Explicit rounding modes: __fadd_rz, __dmul_ru, __float2int_rd, ...
+// --------------------------
+#define KP_FOR_MODES(GEN)                                                                          \
+  GEN(rn, kp_cuda::RN)                                                                             \
+  GEN(rz, kp_cuda::RZ)                                                                             \
+  GEN(rd, kp_cuda::RD)                                                                             \
   GEN(ru, kp_cuda::RU)
 
-#define KP_GEN(S, M)                                                                            \
-  KP_INLINE float __fadd_##S(float a, float b) { return kp_cuda::fadd_dir(a, b, M); }           \
-  KP_INLINE float __fsub_##S(float a, float b) { return kp_cuda::fadd_dir(a, -b, M); }          \
-  KP_INLINE float __fmul_##S(float a, float b) { return kp_cuda::fmul_dir(a, b, M); }           \
-  KP_INLINE float __fdiv_##S(float a, float b) { return kp_cuda::fdiv_dir(a, b, M); }           \
-  KP_INLINE float __frcp_##S(float a) { return kp_cuda::fdiv_dir(1.0f, a, M); }                 \
-  KP_INLINE float __fsqrt_##S(float a) { return kp_cuda::fsqrt_dir(a, M); }                     \
-  KP_INLINE float __fmaf_##S(float a, float b, float c) { return kp_cuda::ffma_dir(a, b, c, M); } \
-  KP_INLINE float __fmaf_ieee_##S(float a, float b, float c) {                                  \
-    return kp_cuda::ffma_dir(a, b, c, M);                                                       \
-  }                                                                                             \
-  KP_INLINE double __dadd_##S(double a, double b) { return kp_cuda::dadd_dir(a, b, M); }        \
-  KP_INLINE double __dsub_##S(double a, double b) { return kp_cuda::dadd_dir(a, -b, M); }       \
-  KP_INLINE double __dmul_##S(double a, double b) { return kp_cuda::dmul_dir(a, b, M); }        \
-  KP_INLINE double __ddiv_##S(double a, double b) { return kp_cuda::ddiv_dir(a, b, M); }        \
-  KP_INLINE double __drcp_##S(double a) { return kp_cuda::ddiv_dir(1.0, a, M); }                \
-  KP_INLINE double __dsqrt_##S(double a) { return kp_cuda::dsqrt_dir(a, M); }                   \
+#define KP_GEN(S, M)                                                                               \
+  KP_INLINE float __fadd_##S(float a, float b) { return kp_cuda::fadd_dir(a, b, M); }              \
+  KP_INLINE float __fsub_##S(float a, float b) { return kp_cuda::fadd_dir(a, -b, M); }             \
+  KP_INLINE float __fmul_##S(float a, float b) { return kp_cuda::fmul_dir(a, b, M); }              \
+  KP_INLINE float __fdiv_##S(float a, float b) { return kp_cuda::fdiv_dir(a, b, M); }              \
+  KP_INLINE float __frcp_##S(float a) { return kp_cuda::fdiv_dir(1.0f, a, M); }                    \
+  KP_INLINE float __fsqrt_##S(float a) { return kp_cuda::fsqrt_dir(a, M); }                        \
+  KP_INLINE float __fmaf_##S(float a, float b, float c) { return kp_cuda::ffma_dir(a, b, c, M); }  \
+  KP_INLINE float __fmaf_ieee_##S(float a, float b, float c) {                                     \
+    return kp_cuda::ffma_dir(a, b, c, M);                                                          \
+  }                                                                                                \
+  KP_INLINE double __dadd_##S(double a, double b) { return kp_cuda::dadd_dir(a, b, M); }           \
+  KP_INLINE double __dsub_##S(double a, double b) { return kp_cuda::dadd_dir(a, -b, M); }          \
+  KP_INLINE double __dmul_##S(double a, double b) { return kp_cuda::dmul_dir(a, b, M); }           \
+  KP_INLINE double __ddiv_##S(double a, double b) { return kp_cuda::ddiv_dir(a, b, M); }           \
+  KP_INLINE double __drcp_##S(double a) { return kp_cuda::ddiv_dir(1.0, a, M); }                   \
+  KP_INLINE double __dsqrt_##S(double a) { return kp_cuda::dsqrt_dir(a, M); }                      \
   KP_INLINE double __fma_##S(double a, double b, double c) { return kp_cuda::dfma_dir(a, b, c, M); }
 KP_FOR_MODES(KP_GEN)
 #undef KP_GEN
 
 // Float/double -> integer: PTX cvt.rXi saturates to the destination range (NaN: see cvt_sat).
-#define KP_CVT(SRC, SN, I, IN, S, M, F64)                                                       \
-  KP_INLINE I __##SN##2##IN##_##S(SRC x) {                                                      \
-    return kp_cuda::cvt_sat<I, F64>(kp_cuda::round_int(x, M));                                  \
+#define KP_CVT(SRC, SN, I, IN, S, M, F64)                                                          \
+  KP_INLINE I __##SN##2##IN##_##S(SRC x) {                                                         \
+    return kp_cuda::cvt_sat<I, F64>(kp_cuda::round_int(x, M));                                     \
   }
-#define KP_GEN(S, M)                                                                            \
-  KP_CVT(float, float, int, int, S, M, false)                                                   \
-  KP_CVT(float, float, unsigned int, uint, S, M, false)                                         \
-  KP_CVT(float, float, long long, ll, S, M, false)                                              \
-  KP_CVT(float, float, unsigned long long, ull, S, M, false)                                    \
-  KP_CVT(double, double, int, int, S, M, true)                                                  \
-  KP_CVT(double, double, unsigned int, uint, S, M, true)                                        \
-  KP_CVT(double, double, long long, ll, S, M, true)                                             \
+#define KP_GEN(S, M)                                                                               \
+  KP_CVT(float, float, int, int, S, M, false)                                                      \
+  KP_CVT(float, float, unsigned int, uint, S, M, false)                                            \
+  KP_CVT(float, float, long long, ll, S, M, false)                                                 \
+  KP_CVT(float, float, unsigned long long, ull, S, M, false)                                       \
+  KP_CVT(double, double, int, int, S, M, true)                                                     \
+  KP_CVT(double, double, unsigned int, uint, S, M, true)                                           \
+  KP_CVT(double, double, long long, ll, S, M, true)                                                \
   KP_CVT(double, double, unsigned long long, ull, S, M, true)
 KP_FOR_MODES(KP_GEN)
 #undef KP_GEN
 #undef KP_CVT
 
 // Integer/double -> float and 64-bit integer -> double, in each rounding mode.
-#define KP_GEN(S, M)                                                                            \
-  KP_INLINE float __int2float_##S(int x) { return kp_cuda::f32_round((double)x, 0, M); }        \
+#define KP_GEN(S, M)                                                                               \
+  KP_INLINE float __int2float_##S(int x) { return kp_cuda::f32_round((double)x, 0, M); }           \
   KP_INLINE float __uint2float_##S(unsigned int x) { return kp_cuda::f32_round((double)x, 0, M); } \
-  KP_INLINE float __ll2float_##S(long long x) {                                                 \
-    double hi = (double)x;                                                                      \
-    return M == kp_cuda::RN ? (float)x : kp_cuda::f32_round(hi, (double)((__int128)x - (__int128)hi), M); \
-  }                                                                                             \
-  KP_INLINE float __ull2float_##S(unsigned long long x) {                                       \
-    double hi = (double)x;                                                                      \
-    return M == kp_cuda::RN ? (float)x : kp_cuda::f32_round(hi, (double)((__int128)x - (__int128)hi), M); \
-  }                                                                                             \
-  KP_INLINE double __ll2double_##S(long long x) {                                               \
-    double hi = (double)x;                                                                      \
-    return kp_cuda::f64_round(hi, (double)((__int128)x - (__int128)hi), M);                     \
-  }                                                                                             \
-  KP_INLINE double __ull2double_##S(unsigned long long x) {                                     \
-    double hi = (double)x;                                                                      \
-    return kp_cuda::f64_round(hi, (double)((__int128)x - (__int128)hi), M);                     \
-  }                                                                                             \
-  KP_INLINE float __double2float_##S(double x) {                                                \
-    return M == kp_cuda::RN ? (float)x : kp_cuda::f32_round(x, 0, M);                           \
+  KP_INLINE float __ll2float_##S(long long x) {                                                    \
+    double hi = (double)x;                                                                         \
+    return M == kp_cuda::RN ? (float)x                                                             \
+                            : kp_cuda::f32_round(hi, (double)((__int128)x - (__int128)hi), M);     \
+  }                                                                                                \
+  KP_INLINE float __ull2float_##S(unsigned long long x) {                                          \
+    double hi = (double)x;                                                                         \
+    return M == kp_cuda::RN ? (float)x                                                             \
+                            : kp_cuda::f32_round(hi, (double)((__int128)x - (__int128)hi), M);     \
+  }                                                                                                \
+  KP_INLINE double __ll2double_##S(long long x) {                                                  \
+    double hi = (double)x;                                                                         \
+    return kp_cuda::f64_round(hi, (double)((__int128)x - (__int128)hi), M);                        \
+  }                                                                                                \
+  KP_INLINE double __ull2double_##S(unsigned long long x) {                                        \
+    double hi = (double)x;                                                                         \
+    return kp_cuda::f64_round(hi, (double)((__int128)x - (__int128)hi), M);                        \
+  }                                                                                                \
+  KP_INLINE float __double2float_##S(double x) {                                                   \
+    return M == kp_cuda::RN ? (float)x : kp_cuda::f32_round(x, 0, M);                              \
   }
 KP_FOR_MODES(KP_GEN)
 #undef KP_GEN
@@ -110,7 +114,8 @@ KP_FOR_MODES(KP_GEN)
 KP_INLINE double __int2double_rn(int x) { return x; }
 KP_INLINE double __uint2double_rn(unsigned int x) { return x; }
 
-// ---- CUDA math functions missing from <math.h> ----------------------------------------------------
+// ---- CUDA math functions missing from <math.h>
+// ----------------------------------------------------
 namespace kp_cuda {
 inline constexpr double kPi = 3.14159265358979323846, kSqrtPi = 1.77245385090551602730;
 inline constexpr double kSqrt2 = 1.41421356237309504880;
@@ -175,17 +180,27 @@ KP_INLINE float sinpif(float x) { return (float)kp_cuda::sinpi(x); }
 KP_INLINE float cospif(float x) { return (float)kp_cuda::cospi(x); }
 KP_INLINE double sinpi(double x) { return kp_cuda::sinpi(x); }
 KP_INLINE double cospi(double x) { return kp_cuda::cospi(x); }
-KP_INLINE void sincospif(float x, float* s, float* c) { *s = sinpif(x); *c = cospif(x); }
-KP_INLINE void sincospi(double x, double* s, double* c) { *s = sinpi(x); *c = cospi(x); }
+KP_INLINE void sincospif(float x, float* s, float* c) {
+  *s = sinpif(x);
+  *c = cospif(x);
+}
+KP_INLINE void sincospi(double x, double* s, double* c) {
+  *s = sinpi(x);
+  *c = cospi(x);
+}
 KP_INLINE float erfinvf(float y) { return (float)kp_cuda::erfinv(y); }
 KP_INLINE double erfinv(double y) { return kp_cuda::erfinv(y); }
 KP_INLINE float erfcinvf(float y) { return (float)kp_cuda::erfcinv(y); }
 KP_INLINE double erfcinv(double y) { return kp_cuda::erfcinv(y); }
 KP_INLINE float erfcxf(float x) { return (float)kp_cuda::erfcx(x); }
 KP_INLINE double erfcx(double x) { return kp_cuda::erfcx(x); }
-KP_INLINE float normcdff(float x) { return (float)(0.5 * __builtin_erfc(-(double)x / kp_cuda::kSqrt2)); }
+KP_INLINE float normcdff(float x) {
+  return (float)(0.5 * __builtin_erfc(-(double)x / kp_cuda::kSqrt2));
+}
 KP_INLINE double normcdf(double x) { return 0.5 * __builtin_erfc(-x / kp_cuda::kSqrt2); }
-KP_INLINE float normcdfinvf(float p) { return (float)(-kp_cuda::kSqrt2 * kp_cuda::erfcinv(2.0 * p)); }
+KP_INLINE float normcdfinvf(float p) {
+  return (float)(-kp_cuda::kSqrt2 * kp_cuda::erfcinv(2.0 * p));
+}
 KP_INLINE double normcdfinv(double p) { return -kp_cuda::kSqrt2 * kp_cuda::erfcinv(2.0 * p); }
 // Norms in double: no overflow or underflow of the squares for float inputs.
 KP_INLINE float norm3df(float a, float b, float c) {
@@ -198,7 +213,8 @@ KP_INLINE float norm4df(float a, float b, float c, float d) {
   return (float)__builtin_sqrt((double)a * a + (double)b * b + (double)c * c + (double)d * d);
 }
 KP_INLINE float rnorm4df(float a, float b, float c, float d) {
-  return (float)(1.0 / __builtin_sqrt((double)a * a + (double)b * b + (double)c * c + (double)d * d));
+  return (float)(1.0 /
+                 __builtin_sqrt((double)a * a + (double)b * b + (double)c * c + (double)d * d));
 }
 KP_INLINE float rhypotf(float a, float b) { return (float)(1.0 / __builtin_hypot(a, b)); }
 KP_INLINE double norm3d(double a, double b, double c) {
@@ -208,7 +224,9 @@ KP_INLINE double rnorm3d(double a, double b, double c) { return 1.0 / norm3d(a, 
 KP_INLINE double norm4d(double a, double b, double c, double d) {
   return __builtin_hypot(__builtin_hypot(a, b), __builtin_hypot(c, d));
 }
-KP_INLINE double rnorm4d(double a, double b, double c, double d) { return 1.0 / norm4d(a, b, c, d); }
+KP_INLINE double rnorm4d(double a, double b, double c, double d) {
+  return 1.0 / norm4d(a, b, c, d);
+}
 KP_INLINE double rhypot(double a, double b) { return 1.0 / __builtin_hypot(a, b); }
 KP_INLINE float normf(int dim, const float* p) {
   double s = 0;

@@ -1,14 +1,20 @@
 // CUDA __half / __half2 (cuda_fp16.h). Storage is the IEEE binary16 bit pattern; arithmetic runs in
 // float and rounds once to half, which is exactly what a native f16 op gives for + - * / sqrt.
 // The constructor/conversion set mirrors CUDA's so that overload resolution (and its ambiguities)
-// match nvcc; __CUDA_NO_HALF_CONVERSIONS__ / _OPERATORS__ / __CUDA_NO_HALF2_OPERATORS__ are honoured.
+// match nvcc; __CUDA_NO_HALF_CONVERSIONS__ / _OPERATORS__ / __CUDA_NO_HALF2_OPERATORS__ are
+// honoured.
 #pragma once
+#pragma clang system_header
 #include <kport/rt.h>
 #include <kport/cuda/rounding.h>
 #include <kport/cuda/vector_types.h>
 
-struct alignas(2) __half_raw { unsigned short x; };
-struct alignas(4) __half2_raw { unsigned short x, y; };
+struct alignas(2) __half_raw {
+  unsigned short x;
+};
+struct alignas(4) __half2_raw {
+  unsigned short x, y;
+};
 struct __nv_bfloat16;
 
 struct alignas(2) __half {
@@ -18,9 +24,18 @@ struct alignas(2) __half {
  public:
   __half() = default;
   constexpr __half(const __half_raw& r) : __x(r.x) {}
-  __half& operator=(const __half_raw& r) { __x = r.x; return *this; }
-  volatile __half& operator=(const __half_raw& r) volatile { __x = r.x; return *this; }
-  volatile __half& operator=(const volatile __half_raw& r) volatile { __x = r.x; return *this; }
+  __half& operator=(const __half_raw& r) {
+    __x = r.x;
+    return *this;
+  }
+  volatile __half& operator=(const __half_raw& r) volatile {
+    __x = r.x;
+    return *this;
+  }
+  volatile __half& operator=(const volatile __half_raw& r) volatile {
+    __x = r.x;
+    return *this;
+  }
   constexpr operator __half_raw() const { return __half_raw{__x}; }
   operator __half_raw() const volatile { return __half_raw{__x}; }
 
@@ -29,12 +44,18 @@ struct alignas(2) __half {
   __half(float f) : __x(kp_cuda::fmt_half::rn(f)) {}
   __half(double d) : __x(kp_cuda::to16<kp_cuda::fmt_half>(d, kp_cuda::RN)) {}
   operator float() const { return kp_cuda::fmt_half::to_float_canon(__x); }
-  __half& operator=(float f) { __x = kp_cuda::fmt_half::rn(f); return *this; }
-  __half& operator=(double d) { __x = kp_cuda::to16<kp_cuda::fmt_half>(d, kp_cuda::RN); return *this; }
+  __half& operator=(float f) {
+    __x = kp_cuda::fmt_half::rn(f);
+    return *this;
+  }
+  __half& operator=(double d) {
+    __x = kp_cuda::to16<kp_cuda::fmt_half>(d, kp_cuda::RN);
+    return *this;
+  }
 
   // Integers convert with round-to-nearest; the reverse truncates and saturates, as PTX cvt does.
-#define KP_HALF_INT(I)                                                                          \
-  __half(I v) : __x(kp_cuda::int_to16<kp_cuda::fmt_half>(v, kp_cuda::RN)) {}                    \
+#define KP_HALF_INT(I)                                                                             \
+  __half(I v) : __x(kp_cuda::int_to16<kp_cuda::fmt_half>(v, kp_cuda::RN)) {}                       \
   operator I() const { return kp_cuda::f16_to_int<I, kp_cuda::fmt_half>(__x, kp_cuda::RZ); }
   KP_HALF_INT(short)
   KP_HALF_INT(unsigned short)
@@ -45,8 +66,12 @@ struct alignas(2) __half {
   KP_HALF_INT(long long)
   KP_HALF_INT(unsigned long long)
 #undef KP_HALF_INT
-  operator signed char() const { return kp_cuda::f16_to_int<signed char, kp_cuda::fmt_half>(__x, kp_cuda::RZ); }
-  operator unsigned char() const { return kp_cuda::f16_to_int<unsigned char, kp_cuda::fmt_half>(__x, kp_cuda::RZ); }
+  operator signed char() const {
+    return kp_cuda::f16_to_int<signed char, kp_cuda::fmt_half>(__x, kp_cuda::RZ);
+  }
+  operator unsigned char() const {
+    return kp_cuda::f16_to_int<unsigned char, kp_cuda::fmt_half>(__x, kp_cuda::RZ);
+  }
   operator char() const { return kp_cuda::f16_to_int<char, kp_cuda::fmt_half>(__x, kp_cuda::RZ); }
   operator bool() const { return (__x & 0x7FFFu) != 0; }
   __half& operator=(short v) { return *this = __half(v); }
@@ -64,9 +89,7 @@ struct alignas(4) __half2 {
   constexpr __half2(const __half& a, const __half& b) : x(a), y(b) {}
   constexpr __half2(const __half2_raw& r) : x(__half_raw{r.x}), y(__half_raw{r.y}) {}
   __half2& operator=(const __half2_raw& r) { return *this = __half2(r); }
-  operator __half2_raw() const {
-    return __half2_raw{__half_raw(x).x, __half_raw(y).x};
-  }
+  operator __half2_raw() const { return __half2_raw{__half_raw(x).x, __half_raw(y).x}; }
 };
 
 #if !defined(CUDA_NO_HALF)
@@ -114,12 +137,17 @@ KP_INLINE __half2 __floats2half2_rn(const float a, const float b) {
 }
 KP_INLINE __half2 __float22half2_rn(const float2 f) { return __floats2half2_rn(f.x, f.y); }
 KP_INLINE float2 __half22float2(const __half2 h) {
-  return make_float2(kp_cuda::fmt_half::to_float_canon(kp_cuda::bits<unsigned short>(h.x)), kp_cuda::fmt_half::to_float_canon(kp_cuda::bits<unsigned short>(h.y)));
+  return make_float2(kp_cuda::fmt_half::to_float_canon(kp_cuda::bits<unsigned short>(h.x)),
+                     kp_cuda::fmt_half::to_float_canon(kp_cuda::bits<unsigned short>(h.y)));
 }
 KP_INLINE __half __low2half(const __half2 h) { return h.x; }
 KP_INLINE __half __high2half(const __half2 h) { return h.y; }
-KP_INLINE float __low2float(const __half2 h) { return kp_cuda::fmt_half::to_float_canon(kp_cuda::bits<unsigned short>(h.x)); }
-KP_INLINE float __high2float(const __half2 h) { return kp_cuda::fmt_half::to_float_canon(kp_cuda::bits<unsigned short>(h.y)); }
+KP_INLINE float __low2float(const __half2 h) {
+  return kp_cuda::fmt_half::to_float_canon(kp_cuda::bits<unsigned short>(h.x));
+}
+KP_INLINE float __high2float(const __half2 h) {
+  return kp_cuda::fmt_half::to_float_canon(kp_cuda::bits<unsigned short>(h.y));
+}
 KP_INLINE __half2 __lows2half2(const __half2 a, const __half2 b) { return __half2(a.x, b.x); }
 KP_INLINE __half2 __highs2half2(const __half2 a, const __half2 b) { return __half2(a.y, b.y); }
 KP_INLINE __half2 __low2half2(const __half2 a) { return __half2(a.x, a.x); }
@@ -127,29 +155,29 @@ KP_INLINE __half2 __high2half2(const __half2 a) { return __half2(a.y, a.y); }
 KP_INLINE __half2 __lowhigh2highlow(const __half2 a) { return __half2(a.y, a.x); }
 
 // __half2int_rn, __int2half_rz, ...: every integer type in every rounding mode. Shared with bf16.
-#define KP_F16_INT_CONV_MODE(H, HN, FMT, T, I, SFX, M)                                          \
-  KP_INLINE I __##HN##2##T##_##SFX(const H h) {                                                 \
-    return kp_cuda::f16_to_int<I, FMT>(kp_cuda::bits<unsigned short>(h), M);                   \
-  }                                                                                             \
-  KP_INLINE H __##T##2##HN##_##SFX(const I i) {                                                 \
-    return kp_cuda::bits<H>(kp_cuda::int_to16<FMT>(i, M));                                    \
+#define KP_F16_INT_CONV_MODE(H, HN, FMT, T, I, SFX, M)                                             \
+  KP_INLINE I __##HN##2##T##_##SFX(const H h) {                                                    \
+    return kp_cuda::f16_to_int<I, FMT>(kp_cuda::bits<unsigned short>(h), M);                       \
+  }                                                                                                \
+  KP_INLINE H __##T##2##HN##_##SFX(const I i) {                                                    \
+    return kp_cuda::bits<H>(kp_cuda::int_to16<FMT>(i, M));                                         \
   }
-#define KP_F16_INT_CONV(H, HN, FMT, T, I)                                                       \
-  KP_F16_INT_CONV_MODE(H, HN, FMT, T, I, rn, kp_cuda::RN)                                        \
-  KP_F16_INT_CONV_MODE(H, HN, FMT, T, I, rz, kp_cuda::RZ)                                        \
-  KP_F16_INT_CONV_MODE(H, HN, FMT, T, I, rd, kp_cuda::RD)                                        \
+#define KP_F16_INT_CONV(H, HN, FMT, T, I)                                                          \
+  KP_F16_INT_CONV_MODE(H, HN, FMT, T, I, rn, kp_cuda::RN)                                          \
+  KP_F16_INT_CONV_MODE(H, HN, FMT, T, I, rz, kp_cuda::RZ)                                          \
+  KP_F16_INT_CONV_MODE(H, HN, FMT, T, I, rd, kp_cuda::RD)                                          \
   KP_F16_INT_CONV_MODE(H, HN, FMT, T, I, ru, kp_cuda::RU)
-#define KP_F16_ALL_INT_CONV(H, HN, FMT)                                                         \
-  KP_F16_INT_CONV(H, HN, FMT, int, int)                                                         \
-  KP_F16_INT_CONV(H, HN, FMT, uint, unsigned int)                                               \
-  KP_F16_INT_CONV(H, HN, FMT, short, short)                                                     \
-  KP_F16_INT_CONV(H, HN, FMT, ushort, unsigned short)                                           \
-  KP_F16_INT_CONV(H, HN, FMT, ll, long long)                                                    \
-  KP_F16_INT_CONV(H, HN, FMT, ull, unsigned long long)                                          \
-  KP_INLINE signed char __##HN##2char_rz(const H h) {                                           \
-    return kp_cuda::f16_to_int<signed char, FMT>(kp_cuda::bits<unsigned short>(h), kp_cuda::RZ); \
-  }                                                                                             \
-  KP_INLINE unsigned char __##HN##2uchar_rz(const H h) {                                        \
+#define KP_F16_ALL_INT_CONV(H, HN, FMT)                                                            \
+  KP_F16_INT_CONV(H, HN, FMT, int, int)                                                            \
+  KP_F16_INT_CONV(H, HN, FMT, uint, unsigned int)                                                  \
+  KP_F16_INT_CONV(H, HN, FMT, short, short)                                                        \
+  KP_F16_INT_CONV(H, HN, FMT, ushort, unsigned short)                                              \
+  KP_F16_INT_CONV(H, HN, FMT, ll, long long)                                                       \
+  KP_F16_INT_CONV(H, HN, FMT, ull, unsigned long long)                                             \
+  KP_INLINE signed char __##HN##2char_rz(const H h) {                                              \
+    return kp_cuda::f16_to_int<signed char, FMT>(kp_cuda::bits<unsigned short>(h), kp_cuda::RZ);   \
+  }                                                                                                \
+  KP_INLINE unsigned char __##HN##2uchar_rz(const H h) {                                           \
     return kp_cuda::f16_to_int<unsigned char, FMT>(kp_cuda::bits<unsigned short>(h), kp_cuda::RZ); \
   }
 

@@ -1,6 +1,7 @@
 // CUDA integer intrinsics, bit casts, cache-hinted loads/stores and CUDA's min/max overloads.
 // Semantics follow the CUDA Math API / PTX (bit fields, funnel shifts, byte permute, dp4a).
 #pragma once
+#pragma clang system_header
 #include <kport/rt.h>
 #include <kport/cuda/vector_types.h>
 
@@ -90,7 +91,8 @@ KP_INLINE unsigned int __usad(unsigned int x, unsigned int y, unsigned int z) {
 
 // ---- Dot products of packed bytes / halfwords (PTX dp4a, dp2a) ----------------------------------
 KP_INLINE int __dp4a(int a, int b, int c) {
-  for (int i = 0; i < 4; ++i) c += (int)(signed char)(a >> (8 * i)) * (int)(signed char)(b >> (8 * i));
+  for (int i = 0; i < 4; ++i)
+    c += (int)(signed char)(a >> (8 * i)) * (int)(signed char)(b >> (8 * i));
   return c;
 }
 KP_INLINE unsigned int __dp4a(unsigned int a, unsigned int b, unsigned int c) {
@@ -125,7 +127,10 @@ KP_INLINE unsigned int simd_lanes(unsigned int a, unsigned int b, Op op) {
   unsigned int r = 0, m = (1u << N) - 1;
   for (int i = 0; i < 32; i += N) {
     int x = (int)((a >> i) & m), y = (int)((b >> i) & m);
-    if (S) { x = (x ^ (1 << (N - 1))) - (1 << (N - 1)); y = (y ^ (1 << (N - 1))) - (1 << (N - 1)); }
+    if (S) {
+      x = (x ^ (1 << (N - 1))) - (1 << (N - 1));
+      y = (y ^ (1 << (N - 1))) - (1 << (N - 1));
+    }
     r |= ((unsigned int)op(x, y) & m) << i;
   }
   return r;
@@ -136,9 +141,9 @@ KP_INLINE int sat_lane(int v) {
   return v < lo ? lo : v > hi ? hi : v;
 }
 }  // namespace kp_cuda
-#define KP_SIMD(NAME, N, S, EXPR)                                                               \
-  KP_INLINE unsigned int NAME(unsigned int a, unsigned int b) {                                 \
-    return kp_cuda::simd_lanes<N, S>(a, b, [](int x, int y) { return EXPR; });                  \
+#define KP_SIMD(NAME, N, S, EXPR)                                                                  \
+  KP_INLINE unsigned int NAME(unsigned int a, unsigned int b) {                                    \
+    return kp_cuda::simd_lanes<N, S>(a, b, [](int x, int y) { return EXPR; });                     \
   }
 KP_SIMD(__vadd2, 16, false, x + y)
 KP_SIMD(__vadd4, 8, false, x + y)
@@ -203,9 +208,11 @@ KP_INLINE double __hiloint2double(int hi, int lo) {
 }
 
 // ---- Cache-hinted loads and stores: plain memory accesses here --------------------------------
-#define KP_LOAD_HINT(NAME)                                                                      \
-  template <class T>                                                                            \
-  KP_INLINE T NAME(const T* p) { return *p; }
+#define KP_LOAD_HINT(NAME)                                                                         \
+  template <class T>                                                                               \
+  KP_INLINE T NAME(const T* p) {                                                                   \
+    return *p;                                                                                     \
+  }
 KP_LOAD_HINT(__ldg)
 KP_LOAD_HINT(__ldcg)
 KP_LOAD_HINT(__ldca)
@@ -213,9 +220,11 @@ KP_LOAD_HINT(__ldcs)
 KP_LOAD_HINT(__ldlu)
 KP_LOAD_HINT(__ldcv)
 #undef KP_LOAD_HINT
-#define KP_STORE_HINT(NAME)                                                                     \
-  template <class T>                                                                            \
-  KP_INLINE void NAME(T* p, T v) { *p = v; }
+#define KP_STORE_HINT(NAME)                                                                        \
+  template <class T>                                                                               \
+  KP_INLINE void NAME(T* p, T v) {                                                                 \
+    *p = v;                                                                                        \
+  }
 KP_STORE_HINT(__stwb)
 KP_STORE_HINT(__stcg)
 KP_STORE_HINT(__stcs)
@@ -223,8 +232,8 @@ KP_STORE_HINT(__stwt)
 #undef KP_STORE_HINT
 
 // ---- CUDA's global min/max overloads (mixed signed/unsigned pairs compare as unsigned) --------
-#define KP_MINMAX(T1, T2, R)                                                                    \
-  KP_INLINE R min(const T1 a, const T2 b) { return (R)a < (R)b ? (R)a : (R)b; }                 \
+#define KP_MINMAX(T1, T2, R)                                                                       \
+  KP_INLINE R min(const T1 a, const T2 b) { return (R)a < (R)b ? (R)a : (R)b; }                    \
   KP_INLINE R max(const T1 a, const T2 b) { return (R)a > (R)b ? (R)a : (R)b; }
 KP_MINMAX(int, int, int)
 KP_MINMAX(unsigned int, unsigned int, unsigned int)

@@ -1,6 +1,7 @@
 // CUDART_* constants of CUDA's math_constants.h (values: nearest float/double; _HI/_LO pairs are
 // the nearest double and the remainder). Plain constant expressions, usable in constexpr code.
 #pragma once
+#pragma clang system_header
 
 #define CUDART_INF_F __builtin_huge_valf()
 #define CUDART_NAN_F __builtin_nanf("")

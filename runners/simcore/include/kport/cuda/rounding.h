@@ -2,6 +2,7 @@
 // GPU conversions round once; the host must avoid double rounding, so values travel either exactly
 // or rounded-to-odd (which a later, narrower rounding cannot misround).
 #pragma once
+#pragma clang system_header
 #include <kport/rt.h>
 
 namespace kp_cuda {
@@ -10,12 +11,16 @@ enum rmode { RN = 0, RZ = 1, RD = 2, RU = 3 };
 
 // By reference: copying __half by value costs overload resolution over its many conversions.
 template <class To, class From>
-KP_INLINE constexpr To bits(const From& v) { return __builtin_bit_cast(To, v); }
+KP_INLINE constexpr To bits(const From& v) {
+  return __builtin_bit_cast(To, v);
+}
 
-template <class I> inline constexpr bool is_signed_int = I(-1) < I(0);
-template <class I> inline constexpr I int_max =
-    is_signed_int<I> ? I((1ull << (sizeof(I) * 8 - 1)) - 1) : I(~0ull);
-template <class I> inline constexpr I int_min = is_signed_int<I> ? I(-int_max<I> - 1) : I(0);
+template <class I>
+inline constexpr bool is_signed_int = I(-1) < I(0);
+template <class I>
+inline constexpr I int_max = is_signed_int<I> ? I((1ull << (sizeof(I) * 8 - 1)) - 1) : I(~0ull);
+template <class I>
+inline constexpr I int_min = is_signed_int<I> ? I(-int_max<I> - 1) : I(0);
 
 // PTX cvt to an integer: saturate to the destination range. `r` is already integral. NaN gives 0,
 // except from an f64 source or into a 64-bit destination: then 1 << (bits - 1) (PTX ISA, cvt).
@@ -31,10 +36,14 @@ KP_INLINE I cvt_sat(double r) {
 // Round a double to an integral double in mode m (the default environment is round-to-nearest).
 KP_INLINE double round_int(double x, int m) {
   switch (m) {
-    case RZ: return __builtin_trunc(x);
-    case RD: return __builtin_floor(x);
-    case RU: return __builtin_ceil(x);
-    default: return __builtin_rint(x);
+    case RZ:
+      return __builtin_trunc(x);
+    case RD:
+      return __builtin_floor(x);
+    case RU:
+      return __builtin_ceil(x);
+    default:
+      return __builtin_rint(x);
   }
 }
 
@@ -47,7 +56,9 @@ KP_INLINE F next_up(F f) {
   return bits<F>((u & sign) ? U(u - 1) : U(u + 1));
 }
 template <class F, class U>
-KP_INLINE F next_down(F f) { return -next_up<F, U>(-f); }
+KP_INLINE F next_down(F f) {
+  return -next_up<F, U>(-f);
+}
 
 // Move f, the round-to-nearest result, one step if mode m needs it; cmp = sign(f - exact).
 template <class F, class U>
@@ -180,9 +191,7 @@ KP_INLINE double dfma_dir(double a, double b, double c, int m) {
 inline constexpr uint16_t NAN16 = 0x7FFF;
 
 struct fmt_half {
-  static KP_INLINE uint16_t rn(float f) {
-    return f != f ? NAN16 : bits<uint16_t>((_Float16)f);
-  }
+  static KP_INLINE uint16_t rn(float f) { return f != f ? NAN16 : bits<uint16_t>((_Float16)f); }
   static KP_INLINE constexpr float to_float(uint16_t h) { return (float)bits<_Float16>(h); }
   // __half2float gives the canonical NaN, as CUDA's host path does (unconfirmed on the device).
   static KP_INLINE constexpr float to_float_canon(uint16_t h) {
@@ -232,11 +241,16 @@ namespace kp_cuda {
 // Integer -> 16-bit float in mode m; 64-bit sources go through round-to-odd.
 template <class Fmt, class I>
 KP_INLINE uint16_t int_to16(I v, int m) {
-  if constexpr (sizeof(I) < 8) return to16<Fmt>((double)v, m);
-  else if constexpr (is_signed_int<I>) return to16<Fmt>(i64_odd((long long)v), m);
-  else return to16<Fmt>(u64_odd((unsigned long long)v), m);
+  if constexpr (sizeof(I) < 8)
+    return to16<Fmt>((double)v, m);
+  else if constexpr (is_signed_int<I>)
+    return to16<Fmt>(i64_odd((long long)v), m);
+  else
+    return to16<Fmt>(u64_odd((unsigned long long)v), m);
 }
 // 16-bit float -> integer in mode m with PTX saturation.
 template <class I, class Fmt>
-KP_INLINE I f16_to_int(uint16_t h, int m) { return cvt_sat<I>(round_int(Fmt::to_float(h), m)); }
+KP_INLINE I f16_to_int(uint16_t h, int m) {
+  return cvt_sat<I>(round_int(Fmt::to_float(h), m));
+}
 }  // namespace kp_cuda

@@ -6,6 +6,7 @@
 // keep the own value when the source is outside it). Reading a lane outside the member mask, or one
 // that did not take part, returns a poison value and reports KP_F_INVALID.
 #pragma once
+#pragma clang system_header
 #include <stdio.h>
 #include <kport/rt.h>
 #include <kport/cuda/bf16.h>
@@ -15,7 +16,9 @@
 
 // ---- Block barriers -----------------------------------------------------------------------------
 KP_INLINE void __syncthreads(KP_SITE) { kp_barrier(kp_line, kp_col, 0, 0); }
-KP_INLINE int __syncthreads_count(int pred, KP_SITE) { return kp_barrier(kp_line, kp_col, pred, 1); }
+KP_INLINE int __syncthreads_count(int pred, KP_SITE) {
+  return kp_barrier(kp_line, kp_col, pred, 1);
+}
 KP_INLINE int __syncthreads_and(int pred, KP_SITE) { return kp_barrier(kp_line, kp_col, pred, 2); }
 KP_INLINE int __syncthreads_or(int pred, KP_SITE) { return kp_barrier(kp_line, kp_col, pred, 3); }
 
@@ -28,12 +31,28 @@ KP_INLINE T poison() {
   __builtin_memset(&v, 0xBE, sizeof v);
   return v;
 }
-template <> KP_INLINE float poison<float>() { return bits<float>(0x7FFEBEBEu); }
-template <> KP_INLINE double poison<double>() { return bits<double>(0x7FFEBEBEBEBEBEBEull); }
-template <> KP_INLINE __half poison<__half>() { return __ushort_as_half(0x7EBE); }
-template <> KP_INLINE __half2 poison<__half2>() { return __half2half2(poison<__half>()); }
-template <> KP_INLINE __nv_bfloat16 poison<__nv_bfloat16>() { return __ushort_as_bfloat16(0x7FFE); }
-template <> KP_INLINE __nv_bfloat162 poison<__nv_bfloat162>() {
+template <>
+KP_INLINE float poison<float>() {
+  return bits<float>(0x7FFEBEBEu);
+}
+template <>
+KP_INLINE double poison<double>() {
+  return bits<double>(0x7FFEBEBEBEBEBEBEull);
+}
+template <>
+KP_INLINE __half poison<__half>() {
+  return __ushort_as_half(0x7EBE);
+}
+template <>
+KP_INLINE __half2 poison<__half2>() {
+  return __half2half2(poison<__half>());
+}
+template <>
+KP_INLINE __nv_bfloat16 poison<__nv_bfloat16>() {
+  return __ushort_as_bfloat16(0x7FFE);
+}
+template <>
+KP_INLINE __nv_bfloat162 poison<__nv_bfloat162>() {
   return __bfloat162bfloat162(poison<__nv_bfloat16>());
 }
 
@@ -41,19 +60,26 @@ template <> KP_INLINE __nv_bfloat162 poison<__nv_bfloat162>() {
                                                     unsigned src, uint32_t mask, uint32_t got) {
   char msg[200];
   if (!((mask >> lane) & 1u))
-    snprintf(msg, sizeof msg, "%s: calling lane %u is not in its member mask 0x%08x", fn, lane, mask);
+    snprintf(msg, sizeof msg, "%s: calling lane %u is not in its member mask 0x%08x", fn, lane,
+             mask);
   else if (!((mask >> src) & 1u))
-    snprintf(msg, sizeof msg, "%s: lane %u reads lane %u, outside the member mask 0x%08x "
-             "(result undefined; poisoned)", fn, lane, src, mask);
+    snprintf(msg, sizeof msg,
+             "%s: lane %u reads lane %u, outside the member mask 0x%08x "
+             "(result undefined; poisoned)",
+             fn, lane, src, mask);
   else
-    snprintf(msg, sizeof msg, "%s: lane %u reads lane %u, which did not take part (lanes 0x%08x "
-             "did; result poisoned)", fn, lane, src, got & mask);
+    snprintf(msg, sizeof msg,
+             "%s: lane %u reads lane %u, which did not take part (lanes 0x%08x "
+             "did; result poisoned)",
+             fn, lane, src, got & mask);
   kp_report(KP_F_INVALID, line, msg);
 }
 [[gnu::cold, gnu::noinline]] inline void bad_width(const char* fn, unsigned line, int width) {
   char msg[160];
-  snprintf(msg, sizeof msg, "%s: width %d is not a power of two in 1..32 (undefined in CUDA; "
-           "emulating the PTX segment arithmetic)", fn, width);
+  snprintf(msg, sizeof msg,
+           "%s: width %d is not a power of two in 1..32 (undefined in CUDA; "
+           "emulating the PTX segment arithmetic)",
+           fn, width);
   kp_report(KP_F_INVALID, line, msg);
 }
 [[gnu::cold, gnu::noinline]] inline void not_member(const char* fn, unsigned line, uint32_t mask) {
@@ -86,10 +112,22 @@ KP_INLINE unsigned shfl_src(int mode, unsigned lane, unsigned b, unsigned c) {
   int max_lane = (int)((lane & seg) | (cval & ~seg)), min_lane = (int)(lane & seg), j;
   bool in;
   switch (mode) {
-    case SHFL_UP: j = (int)lane - (int)bval; in = j >= max_lane; break;
-    case SHFL_DOWN: j = (int)(lane + bval); in = j <= max_lane; break;
-    case SHFL_BFLY: j = (int)(lane ^ bval); in = j <= max_lane; break;
-    default: j = min_lane | (int)(bval & ~seg); in = j <= max_lane; break;
+    case SHFL_UP:
+      j = (int)lane - (int)bval;
+      in = j >= max_lane;
+      break;
+    case SHFL_DOWN:
+      j = (int)(lane + bval);
+      in = j <= max_lane;
+      break;
+    case SHFL_BFLY:
+      j = (int)(lane ^ bval);
+      in = j <= max_lane;
+      break;
+    default:
+      j = min_lane | (int)(bval & ~seg);
+      in = j <= max_lane;
+      break;
   }
   return in ? (unsigned)j : lane;
 }
@@ -128,23 +166,23 @@ KP_INLINE T warp_fold(const char* fn, uint32_t mask, T v, Op op, unsigned line, 
 }  // namespace kp_cuda
 
 // ---- Shuffles -----------------------------------------------------------------------------------
-#define KP_SHFL(T)                                                                              \
-  KP_INLINE T __shfl_sync(unsigned mask, T var, int srcLane, int width = 32, KP_SITE) {         \
-    return kp_cuda::shfl<T>("__shfl_sync", mask, var, kp_cuda::SHFL_IDX, (unsigned)srcLane,     \
-                            width, kp_line, kp_col);                                            \
-  }                                                                                             \
-  KP_INLINE T __shfl_up_sync(unsigned mask, T var, unsigned int delta, int width = 32, KP_SITE) { \
-    return kp_cuda::shfl<T>("__shfl_up_sync", mask, var, kp_cuda::SHFL_UP, delta, width,        \
-                            kp_line, kp_col);                                                   \
-  }                                                                                             \
-  KP_INLINE T __shfl_down_sync(unsigned mask, T var, unsigned int delta, int width = 32,        \
-                               KP_SITE) {                                                       \
-    return kp_cuda::shfl<T>("__shfl_down_sync", mask, var, kp_cuda::SHFL_DOWN, delta, width,    \
-                            kp_line, kp_col);                                                   \
-  }                                                                                             \
-  KP_INLINE T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = 32, KP_SITE) {    \
-    return kp_cuda::shfl<T>("__shfl_xor_sync", mask, var, kp_cuda::SHFL_BFLY,                   \
-                            (unsigned)laneMask, width, kp_line, kp_col);                        \
+#define KP_SHFL(T)                                                                                 \
+  KP_INLINE T __shfl_sync(unsigned mask, T var, int srcLane, int width = 32, KP_SITE) {            \
+    return kp_cuda::shfl<T>("__shfl_sync", mask, var, kp_cuda::SHFL_IDX, (unsigned)srcLane, width, \
+                            kp_line, kp_col);                                                      \
+  }                                                                                                \
+  KP_INLINE T __shfl_up_sync(unsigned mask, T var, unsigned int delta, int width = 32, KP_SITE) {  \
+    return kp_cuda::shfl<T>("__shfl_up_sync", mask, var, kp_cuda::SHFL_UP, delta, width, kp_line,  \
+                            kp_col);                                                               \
+  }                                                                                                \
+  KP_INLINE T __shfl_down_sync(unsigned mask, T var, unsigned int delta, int width = 32,           \
+                               KP_SITE) {                                                          \
+    return kp_cuda::shfl<T>("__shfl_down_sync", mask, var, kp_cuda::SHFL_DOWN, delta, width,       \
+                            kp_line, kp_col);                                                      \
+  }                                                                                                \
+  KP_INLINE T __shfl_xor_sync(unsigned mask, T var, int laneMask, int width = 32, KP_SITE) {       \
+    return kp_cuda::shfl<T>("__shfl_xor_sync", mask, var, kp_cuda::SHFL_BFLY, (unsigned)laneMask,  \
+                            width, kp_line, kp_col);                                               \
   }
 KP_SHFL(int)
 KP_SHFL(unsigned int)
@@ -160,7 +198,8 @@ KP_SHFL(__nv_bfloat16)
 KP_SHFL(__nv_bfloat162)
 #undef KP_SHFL
 
-// ---- Votes, warp barrier --------------------------------------------------------------------------
+// ---- Votes, warp barrier
+// --------------------------------------------------------------------------
 KP_INLINE void __syncwarp(unsigned mask = 0xFFFFFFFFu, KP_SITE) {
   const unsigned char* snap;
   kp_cuda::warp_sync("__syncwarp", nullptr, 0, mask, kp_line, kp_col, &snap);
@@ -194,8 +233,8 @@ KP_INLINE int __all_sync(unsigned mask, int pred, KP_SITE) {
 }
 
 // ---- Warp reductions (sm_80) --------------------------------------------------------------------
-#define KP_WREDUCE(NAME, T, EXPR)                                                               \
-  KP_INLINE T NAME(unsigned mask, T value, KP_SITE) {                                           \
+#define KP_WREDUCE(NAME, T, EXPR)                                                                  \
+  KP_INLINE T NAME(unsigned mask, T value, KP_SITE) {                                              \
     return kp_cuda::warp_fold(#NAME, mask, value, [](T a, T b) { return EXPR; }, kp_line, kp_col); \
   }
 KP_WREDUCE(__reduce_add_sync, unsigned, a + b)
@@ -204,7 +243,7 @@ KP_WREDUCE(__reduce_min_sync, unsigned, a < b ? a : b)
 KP_WREDUCE(__reduce_min_sync, int, a < b ? a : b)
 KP_WREDUCE(__reduce_max_sync, unsigned, a > b ? a : b)
 KP_WREDUCE(__reduce_max_sync, int, a > b ? a : b)
-KP_WREDUCE(__reduce_and_sync, unsigned, a & b)
+KP_WREDUCE(__reduce_and_sync, unsigned, a& b)
 KP_WREDUCE(__reduce_or_sync, unsigned, a | b)
 KP_WREDUCE(__reduce_xor_sync, unsigned, a ^ b)
 #undef KP_WREDUCE
@@ -223,14 +262,14 @@ KP_INLINE unsigned match_mask(const char* fn, unsigned mask, T v, unsigned line,
   return r;
 }
 }  // namespace kp_cuda
-#define KP_MATCH(T)                                                                             \
-  KP_INLINE unsigned __match_any_sync(unsigned mask, T value, KP_SITE) {                        \
-    return kp_cuda::match_mask("__match_any_sync", mask, value, kp_line, kp_col);               \
-  }                                                                                             \
-  KP_INLINE unsigned __match_all_sync(unsigned mask, T value, int* pred, KP_SITE) {             \
-    unsigned same = kp_cuda::match_mask("__match_all_sync", mask, value, kp_line, kp_col);      \
-    *pred = same == mask;                                                                       \
-    return same == mask ? mask : 0u;                                                            \
+#define KP_MATCH(T)                                                                                \
+  KP_INLINE unsigned __match_any_sync(unsigned mask, T value, KP_SITE) {                           \
+    return kp_cuda::match_mask("__match_any_sync", mask, value, kp_line, kp_col);                  \
+  }                                                                                                \
+  KP_INLINE unsigned __match_all_sync(unsigned mask, T value, int* pred, KP_SITE) {                \
+    unsigned same = kp_cuda::match_mask("__match_all_sync", mask, value, kp_line, kp_col);         \
+    *pred = same == mask;                                                                          \
+    return same == mask ? mask : 0u;                                                               \
   }
 KP_MATCH(unsigned int)
 KP_MATCH(int)

@@ -1,25 +1,26 @@
 // CUDA vector types (char1..double4, dim3) with CUDA's sizes and alignments on LP64 Linux.
 // CUDA defines no arithmetic operators on them; user code often defines its own, so neither do we.
 #pragma once
+#pragma clang system_header
 #include <kport/rt.h>
 
 // Declares NAME1..NAME4 over scalar T with the given alignments, plus make_NAMEn().
-#define KP_VEC_FAMILY(NAME, T, A1, A2, A3, A4)                                                  \
-  struct alignas(A1) NAME##1 { T x; };                                                         \
-  struct alignas(A2) NAME##2 { T x, y; };                                                      \
-  struct alignas(A3) NAME##3 { T x, y, z; };                                                   \
-  struct alignas(A4) NAME##4 { T x, y, z, w; };                                                \
-  KP_INLINE constexpr NAME##1 make_##NAME##1(T x) { return NAME##1{x}; }                       \
-  KP_INLINE constexpr NAME##2 make_##NAME##2(T x, T y) { return NAME##2{x, y}; }               \
-  KP_INLINE constexpr NAME##3 make_##NAME##3(T x, T y, T z) { return NAME##3{x, y, z}; }       \
-  KP_INLINE constexpr NAME##4 make_##NAME##4(T x, T y, T z, T w) { return NAME##4{x, y, z, w}; }
+#define KP_VEC_FAMILY(NAME, T, A1, A2, A3, A4)                                                     \
+  struct alignas(A1) NAME##1 { T x; };                                                             \
+  struct alignas(A2) NAME##2 { T x, y; };                                                          \
+  struct alignas(A3) NAME##3 { T x, y, z; };                                                       \
+  struct alignas(A4) NAME##4 { T x, y, z, w; };                                                    \
+  KP_INLINE constexpr NAME##1 make_##NAME##1(T x) { return NAME##1 {x}; }                          \
+  KP_INLINE constexpr NAME##2 make_##NAME##2(T x, T y) { return NAME##2 {x, y}; }                  \
+  KP_INLINE constexpr NAME##3 make_##NAME##3(T x, T y, T z) { return NAME##3 {x, y, z}; }          \
+  KP_INLINE constexpr NAME##4 make_##NAME##4(T x, T y, T z, T w) { return NAME##4 {x, y, z, w}; }
 
 // CUDA 13 splits the 32-byte 4-vectors into 16- and 32-byte aligned variants; the plain name
 // keeps the 16-byte alignment of earlier releases.
-#define KP_VEC_WIDE4(NAME, T)                                                                   \
-  struct alignas(16) NAME##4_16a { T x, y, z, w; };                                            \
-  struct alignas(32) NAME##4_32a { T x, y, z, w; };                                            \
-  KP_INLINE constexpr NAME##4_16a make_##NAME##4_16a(T x, T y, T z, T w) { return {x, y, z, w}; } \
+#define KP_VEC_WIDE4(NAME, T)                                                                      \
+  struct alignas(16) NAME##4_16a { T x, y, z, w; };                                                \
+  struct alignas(32) NAME##4_32a { T x, y, z, w; };                                                \
+  KP_INLINE constexpr NAME##4_16a make_##NAME##4_16a(T x, T y, T z, T w) { return {x, y, z, w}; }  \
   KP_INLINE constexpr NAME##4_32a make_##NAME##4_32a(T x, T y, T z, T w) { return {x, y, z, w}; }
 
 KP_VEC_FAMILY(char, signed char, 1, 2, 1, 4)
