@@ -2,5 +2,5 @@
 
 # Verbs this package adds to the `kport` command: name -> (module with main(argv), one-line help).
 VERBS = {
-    "sim": ("runners.sim_cli", "run a .cu kernel or .metal metal_kernel body on .npy inputs"),
+    "sim": ("runners.sim_cli", "run a .cu kernel, a .metal kernel or an MLX body on .npy inputs"),
 }

@@ -67,16 +67,21 @@ def to_tensor(value) -> Tensor:
     if isinstance(value, float):
         return Tensor(np.array(value, dtype=np.float32), "float32")
     if isinstance(value, np.ndarray):
-        return Tensor(np.ascontiguousarray(value), dtype_name(value.dtype))
+        return Tensor(_contiguous(value), dtype_name(value.dtype))
     if type(value).__module__.startswith("mlx"):
         import mlx.core as mx
 
         name = dtype_name(value.dtype)
         if name == "bfloat16":
             return Tensor(np.array(value.view(mx.uint16)), name)
-        return Tensor(np.ascontiguousarray(np.array(value)), name)
+        return Tensor(_contiguous(np.array(value)), name)
     raise TypeError(f"unsupported input of type {type(value).__name__}: pass an mx.array, a "
                     "numpy array or a Python scalar")
+
+
+def _contiguous(a: np.ndarray) -> np.ndarray:
+    """Row-contiguous, keeping 0-d arrays 0-d (np.ascontiguousarray makes them 1-d)."""
+    return a if a.flags.c_contiguous else np.ascontiguousarray(a)
 
 
 def to_mx(t: Tensor):
@@ -93,8 +98,9 @@ def poison(shape, name: str, init_value: float | None) -> Tensor:
     storage = np.dtype(DTYPES[name][0])
     if init_value is not None:
         if name == "bfloat16":
-            bits = np.array([init_value], np.float32).view(np.uint32) >> 16
-            return Tensor(np.full(shape, bits[0], np.uint16), name)
+            bits = int(np.array([init_value], np.float32).view(np.uint32)[0])
+            rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16  # round to nearest even
+            return Tensor(np.full(shape, rounded & 0xFFFF, np.uint16), name)
         return Tensor(np.full(shape, init_value, dtype=storage), name)
     if name in ("float32", "float16", "float64", "complex64"):
         return Tensor(np.full(shape, np.nan, dtype=storage), name)

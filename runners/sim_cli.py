@@ -1,12 +1,16 @@
-"""`kport sim`: run a CUDA kernel (.cu) or an MLX metal_kernel body (.metal) in a simulator on
-inputs from .npy files, and show the outputs or what went wrong.
+"""`kport sim`: run a CUDA kernel (.cu), an MLX metal_kernel body (.metal) or a kernel of a
+standalone .metal file in a simulator on inputs from .npy files, and show the outputs or what
+went wrong.
 
 CUDA:  kport sim saxpy.cu --kernel saxpy --grid 4 --block 256 \\
            --arg x=x.npy --arg y=y.npy --arg a=float32:2.0 --arg n=int32:1000
-Metal: kport sim body.metal --input x=x.npy --output y=float32:4,16 --grid 64 --threadgroup 32
-Arguments: NAME=file.npy (an array), NAME=DTYPE:VALUE (a scalar, CUDA only),
-NAME=zeros:DTYPE:SHAPE (a fresh array, CUDA only). Outputs are printed, and saved as .npy
-with --save DIR. Exit 0 when the run is clean, 1 when the kernel faulted or failed to compile.
+MLX body: kport sim body.metal --input x=x.npy --output y=float32:4,16 --grid 64 \\
+           --threadgroup 32
+.metal file: kport sim lib.metal --kernel scale --grid 100 --threadgroup 32 \\
+           --arg 0=x.npy --arg 1=zeros:float32:100 --arg 2=uint32:100   (NAME = buffer index)
+Arguments: NAME=file.npy (an array), NAME=DTYPE:VALUE (a scalar),
+NAME=zeros:DTYPE:SHAPE (a fresh array). Outputs are printed, and saved as .npy with --save DIR.
+Exit 0 when the run is clean, 1 when the kernel faulted or failed to compile.
 """
 
 from __future__ import annotations
@@ -113,6 +117,21 @@ def run_cuda(path: Path, kernel: str, grid, block, args: list[str], shared_mem: 
     return run.findings, run.diagnostics, arrays, run.printf
 
 
+def run_metal_file(path: Path, kernel: str, grid, tg, args: list[str]):
+    from runners.metal_sim import MetalLibrary
+
+    buffers = {}
+    for spec in args:
+        name, value = parse_arg(spec)
+        if not name.isdigit():
+            raise SimUsageError(f"--arg {spec!r}: name the buffer index, e.g. 0=x.npy")
+        buffers[int(name)] = value
+    fn = MetalLibrary(path.read_text(), filename=path.name).function(kernel)
+    run = fn.launch(buffers, grid=grid, threadgroup=tg)
+    arrays = {f"buffer{i}": v for i, v in buffers.items() if isinstance(v, np.ndarray)}
+    return run.findings, run.diagnostics, arrays if run.compiled else {}, run.printf
+
+
 def run_metal(path: Path, grid, tg, inputs: list[str], outputs: list[str], header: Path | None):
     import mlx.core as mx
 
@@ -146,11 +165,11 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
 @app.command(help=__doc__)
 def sim(
     file: Path = typer.Argument(..., help="a .cu file, or a .metal metal_kernel body"),
-    kernel: str = typer.Option("", help=".cu: the __global__ function (template args allowed)"),
+    kernel: str = typer.Option("", help="the __global__ function / kernel of a .metal file"),
     grid: str = typer.Option("1", help=".cu: blocks; .metal: threads (MLX convention)"),
     block: str = typer.Option("", help=".cu: threads per block"),
     threadgroup: str = typer.Option("", help=".metal: threads per threadgroup"),
-    arg: list[str] = typer.Option([], help=".cu: kernel arguments in order"),
+    arg: list[str] = typer.Option([], help=".cu: arguments in order; .metal file: INDEX=..."),
     input: list[str] = typer.Option([], help=".metal: inputs in order"),
     output: list[str] = typer.Option([], help=".metal: outputs NAME=DTYPE:SHAPE"),
     header: Path = typer.Option(None, help=".metal: helper functions file"),
@@ -165,6 +184,11 @@ def sim(
             raise SimUsageError("a .cu file needs --kernel NAME and --block X[,Y,Z]")
         result = run_cuda(file, kernel, _dims(grid, "--grid"), _dims(block, "--block"), arg,
                           shared_mem)
+    elif file.suffix == ".metal" and kernel:
+        if not threadgroup:
+            raise SimUsageError("a .metal kernel needs --threadgroup X[,Y,Z]")
+        result = run_metal_file(file, kernel, _dims(grid, "--grid"),
+                                _dims(threadgroup, "--threadgroup"), arg)
     elif file.suffix == ".metal":
         if not output or not threadgroup:
             raise SimUsageError("a .metal body needs --output NAME=DTYPE:SHAPE and --threadgroup")

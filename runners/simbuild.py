@@ -30,7 +30,7 @@ KERNEL_FLAGS = (
     "-std=c++20", "-O2", "-fPIC", "-shared", "-fno-exceptions", "-fno-rtti",
     # Round half/bfloat after every operation, as GPUs do (clang keeps excess precision else).
     "-Xclang", "-ffloat16-excess-precision=none", "-Xclang", "-fbfloat16-excess-precision=none",
-    "-Wno-unknown-attributes", "-Wno-ignored-attributes", "-ferror-limit=20",
+    "-Wno-unknown-attributes", "-Wno-ignored-attributes", "-Wno-pass-failed", "-ferror-limit=20",
 )
 # Checked builds call our __tsan_* hooks on every access. -Xclang keeps the driver from linking
 # TSan's own runtime; line tables let findings name source lines.

@@ -253,11 +253,18 @@ def rewrite_group_storage(src: str, word: str) -> str:
 
 
 def strip_address_spaces(src: str) -> str:
-    """Remove Metal address-space words left in types (parameters, pointers, casts)."""
+    """Remove Metal address-space words left in types (parameters, pointers, casts).
+
+    ``constant`` becomes ``const`` (unless a ``const`` stands next to it), so a const table can
+    still be passed where MSL declares a ``constant T*`` parameter."""
     ed = _Editor(src)
-    for t in tokenize(src):
-        if t.text in ADDRESS_SPACES:
-            ed.replace(t.start, t.end, " " * len(t.text))
+    toks = tokenize(src)
+    for i, t in enumerate(toks):
+        if t.text not in ADDRESS_SPACES or (i and toks[i - 1].text in ("[[", "[")):
+            continue  # [[threadgroup(0)]] is an attribute, not an address space
+        near = {toks[j].text for j in (i - 1, i + 1) if 0 <= j < len(toks)}
+        keep = "const" if t.text == "constant" and "const" not in near else ""
+        ed.replace(t.start, t.end, keep.ljust(len(t.text)))
     return ed.result()
 
 
@@ -306,19 +313,51 @@ _EXPR_AFTER = {"=", "(", ",", "return", "{", "[", "?", ":", "+", "-", "*", "/", 
                "<<", ">>", "~", ";", "}"}
 
 
+def _template_type_params(toks: list[Tok]) -> set[str]:
+    """Names declared as ``typename X`` / ``class X`` in template parameter lists."""
+    names = set()
+    for i, t in enumerate(toks[:-1]):
+        if t.text in ("typename", "class") and toks[i + 1].kind in ("identifier",
+                                                                    "type_identifier"):
+            if i and toks[i - 1].text in ("<", ","):
+                names.add(toks[i + 1].text)
+    return names
+
+
+def _template_id_end(toks: list[Tok], i: int) -> int:
+    """Index of the ``>`` closing the template argument list opened at toks[i] (``<``)."""
+    depth = 0
+    for j in range(i, len(toks)):
+        depth += toks[j].text == "<"
+        depth -= toks[j].text == ">"
+        depth -= 2 * (toks[j].text == ">>")
+        if depth <= 0:
+            return j
+    return -1
+
+
 def rewrite_metal_constructors(src: str) -> str:
     """``float4(a, b)`` -> ``kp::make<float4>(a, b)``; ``(half4)x`` and ``static_cast<half4>(x)``
-    -> ``kp::convert<half4>(...)``."""
+    -> ``kp::convert<half4>(...)``. Template type parameters get the same treatment, since they
+    may stand for vectors; for scalars kp::make/convert act as the plain cast."""
     toks = tokenize(src)
+    # half and bfloat too: clang refuses functional casts between _Float16 and __bf16.
+    types = CONSTRUCTIBLE | {"half", "bfloat"} | _template_type_params(toks)
     ed = _Editor(src)
     for i, t in enumerate(toks):
         name = t.text
         nxt = toks[i + 1].text if i + 1 < len(toks) else ""
         prev = toks[i - 1].text if i else ";"
-        if name in CONSTRUCTIBLE and nxt == "(" and prev in _EXPR_AFTER | {"::"}:
+        if name in types and nxt == "(" and prev in _EXPR_AFTER | {"::"}:
             first = i - 2 if prev == "::" and i >= 2 and toks[i - 2].text == "metal" else i
             ed.replace(toks[first].start, t.end, f"kp::make<{name}>")
-        elif (name in CONSTRUCTIBLE and prev == "(" and nxt == ")" and i >= 2
+        elif name == "vec" and nxt == "<" and prev in _EXPR_AFTER | {"::"}:
+            close = _template_id_end(toks, i + 1)
+            if close > 0 and close + 1 < len(toks) and toks[close + 1].text == "(":
+                first = i - 2 if prev == "::" and i >= 2 and toks[i - 2].text == "metal" else i
+                ed.replace(toks[first].start, toks[close].end,
+                           f"kp::make<{ed.data[t.start:toks[close].end].decode()}>")
+        elif (name in types and prev == "(" and nxt == ")" and i >= 2
               and toks[i - 2].text not in ("sizeof", "alignof", "decltype") and
               toks[i - 2].kind != "identifier" and i + 2 < len(toks)):
             end = _operand_end(toks, i + 2)
@@ -327,6 +366,10 @@ def rewrite_metal_constructors(src: str) -> str:
             operand = ed.data[toks[i + 2].start:toks[end - 1].end].decode()
             ed.replace(toks[i - 1].start, toks[end - 1].end, f"kp::convert<{name}>({operand})")
         elif name == "static_cast" and nxt == "<" and i + 3 < len(toks) and toks[
-                i + 2].text in CONSTRUCTIBLE and toks[i + 3].text == ">":
+                i + 2].text in types and toks[i + 3].text == ">":
             ed.replace(t.start, t.end, "kp::convert")
+        elif t.kind == "number_literal" and name[-1:] == "H" and not name.startswith("0x"):
+            ed.replace(t.start, t.end, name[:-1] + "h")
+        elif t.kind == "number_literal" and name.endswith("bf"):
+            ed.replace(t.start, t.end, f"bfloat({name[:-2]}f)")
     return ed.result()

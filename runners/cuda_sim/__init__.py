@@ -42,6 +42,27 @@ def _unsupported() -> list[dict]:
     return list(data.get("construct", data.get("constructs", [])))
 
 
+def parameter_names(code: str, kernel: str) -> list[str]:
+    """Names of the parameters of ``__global__`` function ``kernel`` (template args ignored), or
+    [] when it cannot be found; used to name buffers in findings."""
+    base = kernel.split("<")[0].split("::")[-1].strip()
+    toks = srcrewrite.tokenize(code)
+    for i, t in enumerate(toks[:-1]):
+        if t.text != base or toks[i + 1].text != "(":
+            continue
+        if not any(x.text == "__global__" for x in toks[max(0, i - 12):i]):
+            continue
+        depth, j = 0, i + 1
+        for j in range(i + 1, len(toks)):
+            depth += toks[j].text == "("
+            depth -= toks[j].text == ")"
+            if depth == 0:
+                break
+        parts = srcrewrite._split_top(toks[i + 2:j], ",")
+        return [next((x.text for x in reversed(p) if x.kind == "identifier"), "") for p in parts]
+    return []
+
+
 def check_supported(code: str, filename: str = "kernel.cu") -> None:
     """Raise SourceError naming the first construct the simulator cannot model, and its line."""
     table = _unsupported()
@@ -123,17 +144,24 @@ class RawKernel:
         if shared_mem > DYNAMIC_SHARED_LIMIT:
             raise ValueError(f"shared_mem={shared_mem} exceeds {DYNAMIC_SHARED_LIMIT} bytes")
         launch_args, arrays = [], {}
+        names = parameter_names(self.code, self.name)
+        if names and len(names) != len(args):
+            raise ValueError(f"kernel `{self.name}` takes {len(names)} arguments "
+                             f"({', '.join(names)}), got {len(args)}")
         for i, value in enumerate(args):
+            label = names[i] if i < len(names) and names[i] else f"arg{i}"
             if isinstance(value, np.ndarray):
                 if any(value is other for other in arrays.values()):
                     raise ValueError(f"argument {i}: the same array is passed twice; aliased "
                                      "buffers are not supported by cuda_sim yet")
                 if not value.flags.c_contiguous:
                     raise ValueError(f"argument {i}: pass a C-contiguous array")
-                launch_args.append(BufferArg(f"arg{i}", value, "inout"))
-                arrays[f"arg{i}"] = value
+                if label in arrays:
+                    label = f"{label}_{i}"
+                launch_args.append(BufferArg(label, value, "inout"))
+                arrays[label] = value
             elif isinstance(value, np.generic):
-                launch_args.append(ScalarArg(f"arg{i}", value.tobytes()))
+                launch_args.append(ScalarArg(label, value.tobytes()))
             else:
                 raise TypeError(f"argument {i}: pass numpy arrays for buffers and numpy scalars "
                                 f"(e.g. np.int32(n)) for values, not {type(value).__name__}")

@@ -4,5 +4,7 @@
 """
 
 from runners.metal_sim.kernel import CompileError, KernelFault, MetalKernel, SimRun, metal_kernel
+from runners.metal_sim.library import MetalFunction, MetalLibrary, MetalRun
 
-__all__ = ["CompileError", "KernelFault", "MetalKernel", "SimRun", "metal_kernel"]
+__all__ = ["CompileError", "KernelFault", "MetalFunction", "MetalKernel", "MetalLibrary",
+           "MetalRun", "SimRun", "metal_kernel"]

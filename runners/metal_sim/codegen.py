@@ -67,6 +67,14 @@ ATTRIBUTE_VALUES = {
 }
 
 
+# C++ the attribute expressions above rely on; every Metal TU includes it after the shim.
+ATTRIBUTE_HELPERS = """static inline uint __kp_actual_threads(const kp_thread* __kp_t) {
+  return __kp_t->tg_size[0] * __kp_t->tg_size[1] * __kp_t->tg_size[2]; }
+static inline uint __kp_dispatch_threads(const kp_thread* __kp_t) {
+  return __kp_t->tg_dispatch[0] * __kp_t->tg_dispatch[1] * __kp_t->tg_dispatch[2]; }
+"""
+
+
 @dataclass(frozen=True)
 class Param:
     """One kernel parameter in buffer order: what it is and how the entry passes it."""

@@ -76,10 +76,6 @@ __thread kp_thread* kp_cur __attribute__((tls_model("initial-exec")));
 extern "C" void kp_kernel_set_current(kp_thread* t) {{ kp_cur = t; }}
 extern "C" const int kp_kernel_needs_sync = {sync};
 extern "C" const char* const kp_kernel_dialect = "metal";
-static inline uint __kp_actual_threads(const kp_thread* __kp_t) {{
-  return __kp_t->tg_size[0] * __kp_t->tg_size[1] * __kp_t->tg_size[2]; }}
-static inline uint __kp_dispatch_threads(const kp_thread* __kp_t) {{
-  return __kp_t->tg_dispatch[0] * __kp_t->tg_dispatch[1] * __kp_t->tg_dispatch[2]; }}
 """
 
 
@@ -142,7 +138,7 @@ class MetalKernel:
         body = _line_directives(text, rewritten, self.header, self.source, sig_end)
         sync = 1 if _SYNC.search(self.header + self.source) else 0
         attributes = codegen.used_attributes(self.source)
-        return (_TU_PRELUDE.format(sync=sync) + body + "\n"
+        return (_TU_PRELUDE.format(sync=sync) + codegen.ATTRIBUTE_HELPERS + body + "\n"
                 + _entry(func, template, params, attributes))
 
     def launch(self, *, inputs, output_shapes, output_dtypes, grid, threadgroup, template=None,

@@ -66,7 +66,7 @@ static void tg_access(Worker* w, size_t off, size_t n, bool write, void* pc) {
     else
       snprintf(msg, sizeof msg, "out-of-bounds %s before the first threadgroup variable",
                write ? "write" : "read");
-    add_finding(KP_F_OOB, before ? before->line : 0, msg, where, pc);
+    add_finding(KP_F_OOB, 0, msg, where, pc);  // line 0: the access (pc) locates it
     return;
   }
   uint32_t me = w->running->pos.linear;
@@ -90,7 +90,7 @@ static void tg_access(Worker* w, size_t off, size_t n, bool write, void* pc) {
       if (sh.w_group != w->group_serial) {
         snprintf(msg, sizeof msg, "read of threadgroup variable '%s' at byte %zu before any thread "
                  "of the group wrote it", var->name.c_str(), off + i - var->offset);
-        add_finding(KP_F_UNINIT, var->line, msg, where, pc);
+        add_finding(KP_F_UNINIT, 0, msg, where, pc);
         break;
       }
       if (sh.w_epoch == w->epoch && sh.w_thread != me1 && conflicts(w, me, sh.w_thread, sh.w_simd_epoch))
@@ -111,7 +111,7 @@ static void tg_access(Worker* w, size_t off, size_t n, bool write, void* pc) {
         snprintf(who, sizeof who, kind, other, me);
       snprintf(msg, sizeof msg, "race on threadgroup variable '%s' byte %zu: %s with no barrier "
                "between", var->name.c_str(), off + i - var->offset, who);
-      add_finding(KP_F_RACE, var->line, msg, where, pc);
+      add_finding(KP_F_RACE, 0, msg, where, pc);
       break;
     }
   }

@@ -12,12 +12,12 @@
 #else
 #define KP_SYM(x) #x
 #endif
-// kp_switch(void** save_sp, void* new_sp): push callee-saved regs + mxcsr/x87 cw, swap stacks.
+// kp_switch(void** save_sp, void* new_sp): push callee-saved regs, swap stacks. The FP control
+// registers (mxcsr, x87 cw) are not switched: kernels never change them, and ldmxcsr/fldcw
+// cost more than the rest of the switch.
 asm(".text\n.globl " KP_SYM(kp_switch) "\n" KP_SYM(kp_switch) ":\n"
     "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
-    "  subq $8, %rsp\n  stmxcsr (%rsp)\n  fnstcw 4(%rsp)\n"
     "  movq %rsp, (%rdi)\n  movq %rsi, %rsp\n"
-    "  ldmxcsr (%rsp)\n  fldcw 4(%rsp)\n  addq $8, %rsp\n"
     "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n  ret\n"
     ".globl " KP_SYM(kp_fiber_trampoline) "\n" KP_SYM(kp_fiber_trampoline) ":\n"
     "  movq %r12, %rdi\n  callq *%r13\n  ud2\n");
@@ -56,17 +56,16 @@ void fiber_init(Fiber* f, void (*fn)(void*), void* arg) {
   uintptr_t top = ((uintptr_t)(f->stack_lo + f->stack_size)) & ~(uintptr_t)15;
   uint64_t* sp;
 #if defined(__x86_64__)
-  // Frame popped by kp_switch: [mxcsr|fpucw][r15][r14][r13][r12][rbx][rbp][ret]; after `ret` the
-  // stack pointer is 16-byte aligned, so the trampoline's call sees the ABI alignment.
-  sp = (uint64_t*)(top - 8 - 7 * 8);
-  sp[0] = 0x037F00001F80ull;  // mxcsr = 0x1F80 (low half), x87 cw = 0x037F (high half)
-  sp[1] = 0;                  // r15
-  sp[2] = 0;                  // r14
-  sp[3] = (uint64_t)fn;       // r13
-  sp[4] = (uint64_t)arg;      // r12
-  sp[5] = 0;                  // rbx
-  sp[6] = 0;                  // rbp
-  sp[7] = (uint64_t)&kp_fiber_trampoline;
+  // Frame popped by kp_switch: [r15][r14][r13][r12][rbx][rbp][ret]; after `ret` the stack
+  // pointer is 16-byte aligned, so the trampoline's call sees the ABI alignment.
+  sp = (uint64_t*)(top - 8 - 6 * 8);
+  sp[0] = 0;                  // r15
+  sp[1] = 0;                  // r14
+  sp[2] = (uint64_t)fn;       // r13
+  sp[3] = (uint64_t)arg;      // r12
+  sp[4] = 0;                  // rbx
+  sp[5] = 0;                  // rbp
+  sp[6] = (uint64_t)&kp_fiber_trampoline;
 #else
   sp = (uint64_t*)(top - 176);
   for (int i = 0; i < 22; i++) sp[i] = 0;

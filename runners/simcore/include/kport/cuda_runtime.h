@@ -19,8 +19,7 @@
 
 #include <kport/rt.h>
 
-// ---- What the source sees: a device compilation pass of nvcc
-// --------------------------------------
+// ---- What the source sees: a device compilation pass of nvcc ------------------------------------
 // __CUDA_ARCH__ selects the device paths of host/device code; override with -D__CUDA_ARCH__=...
 #ifndef __CUDA_ARCH__
 #define __CUDA_ARCH__ 800
@@ -31,8 +30,7 @@
 #define CUDA_VERSION 12080
 #define CUDART_VERSION 12080
 
-// ---- Qualifiers
-// ------------------------------------------------------------------------------------
+// ---- Qualifiers ---------------------------------------------------------------------------------
 #define __global__
 #define __device__
 #define __host__
@@ -52,8 +50,7 @@
 
 #include <kport/cuda/vector_types.h>
 
-// ---- Built-in variables: expressions reading the running fiber's position
-// ------------------------
+// ---- Built-in variables: expressions reading the running fiber's position -----------------------
 namespace kp_cuda {
 KP_INLINE uint3 thread_idx() {
   const kp_thread* t = kp_cur;
@@ -89,8 +86,7 @@ inline constexpr int warpSize = 32;
 #include <kport/cuda/atomics.h>
 #include <kport/cuda/host_types.h>
 
-// ---- Traps, clocks
-// -----------------------------------------------------------------------------------
+// ---- Traps, clocks ------------------------------------------------------------------------------
 [[noreturn]] KP_INLINE void __trap(unsigned kp_line = __builtin_LINE()) {
   kp_fatal(KP_F_INVALID, kp_line, "__trap() called: the kernel aborted");
 }
@@ -100,8 +96,7 @@ inline constexpr int warpSize = 32;
 // Cycle counters: monotonic per thread, meaningless as GPU timings.
 KP_INLINE long long clock64() { return (long long)__builtin_readcyclecounter(); }
 
-// ---- printf and assert inside kernels
-// -------------------------------------------------------------- Device printf goes to the launch's
-// captured output (std::printf would break; nobody writes it).
+// ---- printf and assert inside kernels -----------------------------------------------------------
+// Device printf goes to the launch's captured output (std::printf would break; nobody writes it).
 #define printf kp_printf
 #include <kport/cuda/device_assert.h>

@@ -1,7 +1,8 @@
 // CUDA atomics and memory fences as real host atomics: blocks run concurrently on OS threads.
-// CUDA's atomic* are relaxed read-modify-writes; the _block and _system scopes behave the same
-// here. Under ThreadSanitizer builds (KP_INSTRUMENTED) the functions are left uninstrumented and
-// report their access to the runtime's bounds checker instead.
+// CUDA's atomic* are relaxed read-modify-writes; the _block and _system scopes are aliases. Under
+// ThreadSanitizer builds (KP_INSTRUMENTED) the functions are left uninstrumented (TSan would
+// still route their atomics through the __tsan_atomic* hooks under no_sanitize alone) and report
+// their access, with the caller's line, through kp_check_access instead.
 #pragma once
 #pragma clang system_header
 #include <kport/rt.h>
@@ -11,7 +12,7 @@
 
 #ifdef KP_INSTRUMENTED
 // An uninstrumented function cannot be force-inlined into an instrumented caller.
-#define KP_ATOMIC_FN KP_NOSAN inline
+#define KP_ATOMIC_FN KP_NOSAN __attribute__((disable_sanitizer_instrumentation)) inline
 #define KP_ATOMIC_SITE , unsigned kp_line = __builtin_LINE()
 #define KP_ATOMIC_CHECK(p) kp_check_access((const void*)(p), sizeof(*(p)), 1, kp_line)
 #else
@@ -20,8 +21,7 @@
 #define KP_ATOMIC_CHECK(p) ((void)0)
 #endif
 
-// ---- Fences
-// ---------------------------------------------------------------------------------------
+// ---- Fences -------------------------------------------------------------------------------------
 KP_ATOMIC_FN void __threadfence() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 KP_ATOMIC_FN void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 KP_ATOMIC_FN void __threadfence_system() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
@@ -39,10 +39,7 @@ KP_ATOMIC_FN T atomic_update(T* p, F f) {
 }
 }  // namespace kp_cuda
 
-// Each definition is stamped out for the plain, _block and _system names.
-#define KP_ATOMIC(RET, NAME, PARAMS, ...)                                                          \
-  KP_ATOMIC_FN RET NAME PARAMS __VA_ARGS__ KP_ATOMIC_FN RET NAME##_block PARAMS __VA_ARGS__        \
-      KP_ATOMIC_FN RET NAME##_system PARAMS __VA_ARGS__
+#define KP_ATOMIC(RET, NAME, PARAMS, ...) KP_ATOMIC_FN RET NAME PARAMS __VA_ARGS__
 
 #define KP_ATOMIC_RMW(NAME, T, BUILTIN)                                                            \
   KP_ATOMIC(T, NAME, (T * address, T val KP_ATOMIC_SITE), {                                        \
@@ -140,3 +137,27 @@ KP_ATOMIC(float4, atomicAdd, (float4 * address, float4 val KP_ATOMIC_SITE), {
                      __atomic_fetch_add(&address->w, val.w, __ATOMIC_RELAXED));
 })
 #undef KP_ATOMIC
+
+// The _block and _system scopes are the same operations on a host: one definition each.
+#define atomicAdd_block atomicAdd
+#define atomicAdd_system atomicAdd
+#define atomicSub_block atomicSub
+#define atomicSub_system atomicSub
+#define atomicExch_block atomicExch
+#define atomicExch_system atomicExch
+#define atomicMin_block atomicMin
+#define atomicMin_system atomicMin
+#define atomicMax_block atomicMax
+#define atomicMax_system atomicMax
+#define atomicInc_block atomicInc
+#define atomicInc_system atomicInc
+#define atomicDec_block atomicDec
+#define atomicDec_system atomicDec
+#define atomicCAS_block atomicCAS
+#define atomicCAS_system atomicCAS
+#define atomicAnd_block atomicAnd
+#define atomicAnd_system atomicAnd
+#define atomicOr_block atomicOr
+#define atomicOr_system atomicOr
+#define atomicXor_block atomicXor
+#define atomicXor_system atomicXor

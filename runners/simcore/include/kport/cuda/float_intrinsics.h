@@ -36,8 +36,7 @@ KP_INLINE double rsqrt(double x) { return 1.0 / __builtin_sqrt(x); }
 // unconfirmed: correctly rounded except where the double result lies within 2^-53 of a tie.
 KP_INLINE float __frsqrt_rn(float x) { return (float)(1.0 / __builtin_sqrt((double)x)); }
 
-// ---- Explicit rounding modes: __fadd_rz, __dmul_ru, __float2int_rd, ...
-// --------------------------
+// ---- Explicit rounding modes: __fadd_rz, __dmul_ru, __float2int_rd, ... -------------------------
 #define KP_FOR_MODES(GEN)                                                                          \
   GEN(rn, kp_cuda::RN)                                                                             \
   GEN(rz, kp_cuda::RZ)                                                                             \
@@ -114,8 +113,7 @@ KP_FOR_MODES(KP_GEN)
 KP_INLINE double __int2double_rn(int x) { return x; }
 KP_INLINE double __uint2double_rn(unsigned int x) { return x; }
 
-// ---- CUDA math functions missing from <math.h>
-// ----------------------------------------------------
+// ---- CUDA math functions missing from <math.h> --------------------------------------------------
 namespace kp_cuda {
 inline constexpr double kPi = 3.14159265358979323846, kSqrtPi = 1.77245385090551602730;
 inline constexpr double kSqrt2 = 1.41421356237309504880;

@@ -198,8 +198,7 @@ KP_SHFL(__nv_bfloat16)
 KP_SHFL(__nv_bfloat162)
 #undef KP_SHFL
 
-// ---- Votes, warp barrier
-// --------------------------------------------------------------------------
+// ---- Votes, warp barrier ------------------------------------------------------------------------
 KP_INLINE void __syncwarp(unsigned mask = 0xFFFFFFFFu, KP_SITE) {
   const unsigned char* snap;
   kp_cuda::warp_sync("__syncwarp", nullptr, 0, mask, kp_line, kp_col, &snap);

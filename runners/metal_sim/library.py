@@ -1,0 +1,205 @@
+"""Standalone .metal files: ``kernel void f(... [[buffer(i)]], ... [[thread_position_in_grid]])``.
+
+    lib = MetalLibrary(Path("k.metal").read_text())
+    run = lib.function("f").launch({0: x, 1: y}, grid=(n, 1, 1), threadgroup=(256, 1, 1))
+
+Buffers are given by ``[[buffer(i)]]`` index as numpy arrays (pointers; written back when the
+parameter is not const) or numpy scalars (``constant T& p`` parameters). ``grid`` counts threads
+(``dispatchThreads``: edge groups are non-uniform); pass ``threadgroups=`` instead for
+``dispatchThreadgroups``. ``[[threadgroup(0)]]`` parameters get ``threadgroup_memory`` bytes.
+Template kernels are found by the ``host_name`` of their explicit instantiation.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from runners import srcrewrite
+from runners.metal_sim.codegen import ATTRIBUTE_HELPERS, ATTRIBUTE_VALUES, ATTRIBUTES
+from runners.metal_sim.kernel import _SYNC, THREADGROUP_MEMORY
+from runners.settings import load_settings
+from runners.simbuild import Build, Diagnostic, build_kernel
+from runners.simhost import BufferArg, Finding, LaunchSpec, launch_dims, run_launch
+
+_ATTR_TYPES = dict(ATTRIBUTES)
+_INSTANTIATION = re.compile(
+    r"template\s*\[\[\s*host_name\(\s*\"(?P<host>[^\"]+)\"\s*\)\s*\]\]\s*(?:\[\[\s*kernel\s*\]\]\s*)?"
+    r"(?:kernel\s+)?(?:decltype\((?P<decl>[^;]*?)\)|void)\s+(?P<inst>[\w:]+<[^;]*>)\s*(?:\([^;]*\))?\s*;")
+
+
+@dataclass
+class Param:
+    name: str
+    type: str  # as written, address spaces included
+    attribute: str  # buffer(2), thread_position_in_grid, threadgroup(0), ...
+
+    @property
+    def buffer_index(self) -> int | None:
+        m = re.fullmatch(r"buffer\((\d+)\)", self.attribute)
+        return int(m[1]) if m else None
+
+    @property
+    def writable(self) -> bool:
+        return "const" not in self.type.split("*")[0] and "constant" not in self.type
+
+
+@dataclass
+class MetalRun:
+    compiled: bool
+    findings: list[Finding] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    printf: str = ""
+    build: Build | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.compiled and not self.findings
+
+
+def _split_params(toks: list[srcrewrite.Tok]) -> list[Param]:
+    params = []
+    for part in srcrewrite._split_top(toks, ","):
+        text = srcrewrite._join(part)
+        m = re.fullmatch(r"(?P<decl>.*?)\[\[\s*(?P<attr>[^\]]+?)\s*\]\]\s*", text, re.S)
+        if not m:
+            raise srcrewrite.SourceError(f"kernel parameter `{text}` has no [[attribute]]")
+        decl = m["decl"].strip()
+        name = re.search(r"([A-Za-z_]\w*)\s*$", decl)
+        if not name:
+            raise srcrewrite.SourceError(f"cannot read the kernel parameter `{text}`")
+        params.append(Param(name[1], decl[: name.start()].strip(), m["attr"].replace(" ", "")))
+    return params
+
+
+def _find_kernel(toks: list[srcrewrite.Tok], name: str) -> list[Param]:
+    for i, t in enumerate(toks):
+        if t.text == name and i + 1 < len(toks) and toks[i + 1].text == "(" and any(
+                x.text == "kernel" for x in toks[max(0, i - 8):i]):
+            depth, j = 0, i + 1
+            for j in range(i + 1, len(toks)):
+                depth += toks[j].text == "("
+                depth -= toks[j].text == ")"
+                if depth == 0:
+                    break
+            return _split_params(toks[i + 2:j])
+    raise srcrewrite.SourceError(f"no `kernel void {name}(...)` in the Metal source")
+
+
+def _attribute_value(p: Param) -> str:
+    value = ATTRIBUTE_VALUES.get(p.attribute)
+    if value is None:
+        raise srcrewrite.SourceError(f"parameter `{p.name}`: [[{p.attribute}]] is not supported")
+    base = re.sub(r"\b(const|thread)\b", "", p.type).strip()
+    if _ATTR_TYPES[p.attribute] == "uint":
+        return f"({base})({value})"
+    lanes = base[-1] if base[-1] in "23" else "1"
+    v = f"({value})"
+    if lanes == "1":
+        return f"({base})({v}.x)"
+    comps = ", ".join(f"{v}.{c}" for c in "xyz"[: int(lanes)])
+    return f"kp::make<{base}>({comps})"
+
+
+class MetalFunction:
+    """One kernel of a MetalLibrary; ``launch`` runs it and returns a MetalRun record."""
+
+    def __init__(self, library: MetalLibrary, name: str, call: str, params: list[Param]):
+        self.library, self.name, self.call, self.params = library, name, call, params
+
+    def _entry(self) -> str:
+        # Buffer parameter types come from the function's own type, so template kernels work.
+        args, slot = [], 0
+        for k, p in enumerate(self.params):
+            arg = f"__kp_F::template arg<{k}>"
+            if p.buffer_index is not None:
+                ptr = f"(*(void**)__kp_a[{slot}])"
+                slot += 1
+                args.append(f"*(__remove_reference_t({arg})*){ptr}" if p.type.endswith("&")
+                            else f"({arg}){ptr}")
+            elif p.attribute.startswith("threadgroup("):
+                args.append(f"({arg})kp_dyn_smem()")
+            else:
+                args.append(_attribute_value(p))
+        return ('#line 1 "kport-entry"\n'
+                "template <class F> struct __kp_fn;\n"
+                "template <class R, class... A> struct __kp_fn<R (*)(A...)> {\n"
+                "  template <unsigned I> using arg = __type_pack_element<I, A...>; };\n"
+                f"using __kp_F = __kp_fn<decltype(&{self.call})>;\n"
+                'extern "C" void kp_kernel_entry(void** __kp_a) {\n'
+                "  const kp_thread* __kp_t = kp_cur; (void)__kp_t;\n"
+                f"  {self.call}({', '.join(args)});\n}}\n")
+
+    def launch(self, buffers: dict[int, object], *, grid=None, threadgroup=(1, 1, 1),
+               threadgroups=None, threadgroup_memory: int = 0) -> MetalRun:
+        tg = launch_dims(threadgroup, "threadgroup")
+        if (grid is None) == (threadgroups is None):
+            raise ValueError("give exactly one of grid= (threads) and threadgroups=")
+        if threadgroups is not None:
+            groups = launch_dims(threadgroups, "threadgroups")
+            threads = tuple(g * t for g, t in zip(groups, tg, strict=True))
+        else:
+            threads = launch_dims(grid, "grid")
+            tg = tuple(min(t, g) for t, g in zip(tg, threads, strict=True))
+            groups = tuple(-(-g // t) for g, t in zip(threads, tg, strict=True))
+        args, arrays = [], {}
+        for p in self.params:
+            index = p.buffer_index
+            if index is None:
+                continue
+            if index not in buffers:
+                raise ValueError(f"kernel `{self.name}` needs buffer({index}) for `{p.name}`")
+            value = buffers[index]
+            array = value if isinstance(value, np.ndarray) else np.asarray(value)
+            writable = p.writable and isinstance(value, np.ndarray)
+            args.append(BufferArg(p.name, array.reshape(-1), "inout" if writable else "in"))
+            if writable:
+                arrays[p.name] = value
+        settings = load_settings()
+        checked = settings.sim_checks == "full"
+        build = build_kernel(self.library.translation_unit() + self._entry(), checked=checked,
+                             settings=settings)
+        if not build.ok:
+            return MetalRun(False, diagnostics=build.diagnostics, build=build)
+        spec = LaunchSpec(groups=groups, threadgroup=tg, grid_threads=threads,
+                          nonuniform=threadgroups is None, tg_mem_limit=THREADGROUP_MEMORY,
+                          dyn_smem=int(threadgroup_memory), checked=checked)
+        result = run_launch(build.library, spec, args, settings,
+                            source_file=self.library.filename)
+        for name, array in arrays.items():
+            if name in result.outputs:
+                array[...] = result.outputs[name].reshape(array.shape)
+        return MetalRun(True, result.findings, build.diagnostics, result.printf, build)
+
+
+class MetalLibrary:
+    """A .metal source file, compiled on demand; ``function(name)`` picks a kernel."""
+
+    def __init__(self, source: str, filename: str = "kernel.metal"):
+        self.source, self.filename = source, filename
+        self.instantiations = {m["host"]: m["inst"] for m in _INSTANTIATION.finditer(source)}
+
+    def function(self, name: str) -> MetalFunction:
+        call = self.instantiations.get(name, name)
+        base = call.split("<")[0].split("::")[-1]
+        toks = srcrewrite.tokenize(self.source)
+        return MetalFunction(self, name, call, _find_kernel(toks, base))
+
+    def translation_unit(self) -> str:
+        # Explicit instantiations are dropped: the entry's call instantiates what it needs.
+        code = _INSTANTIATION.sub(lambda m: " " * len(m[0].split("\n")[0]) + "\n" * m[0].count(
+            "\n"), self.source)
+        code = srcrewrite.rewrite_group_storage(code, "threadgroup")
+        code = srcrewrite.strip_address_spaces(code)
+        code = srcrewrite.rewrite_metal_constructors(code)
+        code = re.sub(r"\bkernel\b(?=\s+void)", "      ", code)
+        code = re.sub(r"#\s*include\s*<metal_\w+>", "", code)
+        sync = 1 if _SYNC.search(self.source) else 0
+        return ("#include <kport/rt.h>\n#include <kport/metal_stdlib.h>\n"
+                '__thread kp_thread* kp_cur __attribute__((tls_model("initial-exec")));\n'
+                'extern "C" void kp_kernel_set_current(kp_thread* t) { kp_cur = t; }\n'
+                f'extern "C" const int kp_kernel_needs_sync = {sync};\n'
+                'extern "C" const char* const kp_kernel_dialect = "metal";\n'
+                + ATTRIBUTE_HELPERS + f'#line 1 "{self.filename}"\n{code}\n')

@@ -1,0 +1,71 @@
+"""`kport sim` as a user runs it: a real subprocess on files in a temp folder."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+SAXPY = """extern "C" __global__ void saxpy(const float* x, float* y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}"""
+
+
+def kport(tmp_path, *args):
+    return subprocess.run([sys.executable, "-m", "agent.cli", "sim", *args], cwd=tmp_path,
+                          capture_output=True, text=True, env=dict(os.environ), timeout=300)
+
+
+def test_cuda_file_with_npy_inputs_saves_outputs(tmp_path):
+    (tmp_path / "saxpy.cu").write_text(SAXPY)
+    np.save(tmp_path / "x.npy", np.arange(100, dtype=np.float32))
+    proc = kport(tmp_path, "saxpy.cu", "--kernel", "saxpy", "--grid", "1", "--block", "128",
+                 "--arg", "x=x.npy", "--arg", "y=zeros:float32:100", "--arg", "a=float32:2",
+                 "--arg", "n=int32:100", "--save", "out")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "y.npy"), np.arange(100) * 2.0)
+
+
+def test_faulting_kernel_exits_1_and_names_the_buffer(tmp_path):
+    (tmp_path / "saxpy.cu").write_text(SAXPY.replace("i < n", "i <= n"))
+    np.save(tmp_path / "x.npy", np.arange(100, dtype=np.float32))
+    proc = kport(tmp_path, "saxpy.cu", "--kernel", "saxpy", "--grid", "1", "--block", "128",
+                 "--arg", "x=x.npy", "--arg", "y=zeros:float32:100", "--arg", "a=float32:2",
+                 "--arg", "n=int32:100", "--json")
+    assert proc.returncode == 1
+    report = json.loads(proc.stdout)
+    assert any("buffer 'x' at element 100" in f for f in report["findings"])
+
+
+def test_mlx_body_metal_file(tmp_path):
+    (tmp_path / "body.metal").write_text("uint i = thread_position_in_grid.x;\ny[i] = x[i] * 2;")
+    np.save(tmp_path / "x.npy", np.arange(10, dtype=np.float32))
+    proc = kport(tmp_path, "body.metal", "--input", "x=x.npy", "--output", "y=float32:10",
+                 "--grid", "10", "--threadgroup", "4", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["outputs"]["y"] == [2.0 * i for i in range(10)]
+
+
+def test_compile_error_is_reported_with_the_users_line(tmp_path):
+    (tmp_path / "bad.cu").write_text("__global__ void k(float* y) {\n  y[0] = nope;\n}\n")
+    proc = kport(tmp_path, "bad.cu", "--kernel", "k", "--block", "1",
+                 "--arg", "y=zeros:float32:1")
+    assert proc.returncode == 1
+    assert "bad.cu:2:" in proc.stdout and "Traceback" not in proc.stderr
+
+
+def test_bad_arguments_are_clear_errors(tmp_path):
+    (tmp_path / "saxpy.cu").write_text(SAXPY)
+    for args, message in [
+        (["saxpy.cu", "--kernel", "saxpy", "--block", "32", "--arg", "x=missing.npy"],
+         "x=missing.npy: no such file"),
+        (["saxpy.cu", "--kernel", "saxpy", "--block", "32", "--arg", "x"], "write NAME=file.npy"),
+        (["saxpy.cu", "--block", "32"], "needs --kernel"),
+        (["saxpy.cu", "--kernel", "saxpy", "--block", "0"], "positive integers"),
+        (["saxpy.txt"], "no such file"),
+    ]:
+        proc = kport(tmp_path, *args)
+        assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+        assert message in proc.stderr and "Traceback" not in proc.stderr
