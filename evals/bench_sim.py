@@ -199,10 +199,10 @@ def compile_latency() -> tuple[float, float]:
     tu = RawKernel(unique, "red")._translation_unit()
     checked = load_settings().sim_checks == "full"
     start = time.perf_counter()
-    miss = build_kernel(tu, checked=checked, include_cuda=True)
+    miss = build_kernel(tu, checked=checked, dialect="cuda")
     t_miss = time.perf_counter() - start
     start = time.perf_counter()
-    hit = build_kernel(tu, checked=checked, include_cuda=True)
+    hit = build_kernel(tu, checked=checked, dialect="cuda")
     t_hit = time.perf_counter() - start
     assert miss.ok and hit.cached
     return t_miss, t_hit

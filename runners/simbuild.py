@@ -34,7 +34,10 @@ KERNEL_FLAGS = (
 )
 # Checked builds call our __tsan_* hooks on every access. -Xclang keeps the driver from linking
 # TSan's own runtime; line tables let findings name source lines.
-CHECKED_FLAGS = ("-Xclang", "-fsanitize=thread", "-gline-tables-only")
+# No vectorizing in checked builds: a vector access spans several simulated threads, and the
+# hooks must see each thread's own access to attribute it.
+CHECKED_FLAGS = ("-Xclang", "-fsanitize=thread", "-gline-tables-only", "-fno-vectorize",
+                 "-fno-slp-vectorize")
 HOST_FLAGS = ("-std=c++20", "-O2", "-pthread", "-rdynamic")
 
 _DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning|note|"
@@ -65,6 +68,15 @@ class Build:
     log: str = ""
     seconds: float = 0.0
     cached: bool = False
+
+
+def kernel_tail(dialect: str, needs_sync: bool, preamble: str, body: str) -> str:
+    """The end of every kernel TU: ``preamble`` (entry helpers), ``kp_entry_body`` running one
+    thread with ``body`` (C++ statements over ``void** __kp_a``) and the exported ABI."""
+    return (f'#line 1 "kport-entry"\n#define KP_NEEDS_SYNC {int(needs_sync)}\n'
+            f'#define KP_DIALECT "{dialect}"\n{preamble}'
+            "static inline __attribute__((always_inline)) void kp_entry_body(void** __kp_a) {\n"
+            f"{body}\n}}\n#include <kport/kernel_abi.h>\n")
 
 
 def parse_diagnostics(log: str) -> list[Diagnostic]:
@@ -132,14 +144,15 @@ def host_executable(settings: Settings | None = None) -> Path:
     return exe
 
 
-def build_kernel(tu: str, *, checked: bool, include_cuda: bool = False,
+def build_kernel(tu: str, *, checked: bool, dialect: str = "metal",
                  settings: Settings | None = None) -> Build:
     """Compile a kernel TU into a shared library, or return the diagnostics of the failure."""
     settings = settings or load_settings()
     compiler = find_compiler(settings.cxx)
     flags = [*KERNEL_FLAGS, *(CHECKED_FLAGS if checked else ()), f"-I{INCLUDE}"]
-    if include_cuda:
-        flags.append(f"-I{CUDA_SYSINCLUDE}")
+    if dialect == "cuda":
+        # PTX cvt saturates out-of-range float->int casts and maps NaN to 0; so does this.
+        flags += [f"-I{CUDA_SYSINCLUDE}", "-fno-strict-float-cast-overflow"]
     key = _key(tu, shim_digest(), compiler.describe(), *flags)
     folder = settings.build_cache_dir / key[:2] / key
     library, failed = folder / "kernel.so", folder / "failed.log"

@@ -252,6 +252,37 @@ def rewrite_group_storage(src: str, word: str) -> str:
     return ed.result()
 
 
+_CUDA_WIDE = {f"{t}{n}" for t in ("float", "int", "uint", "double", "long", "ulong", "longlong",
+                                   "ulonglong", "short", "ushort") for n in (2, 4)} | {
+    "__half2", "__nv_bfloat162", "half2", "char4", "uchar4"}
+
+
+def rewrite_cuda_vector_casts(src: str) -> str:
+    """``reinterpret_cast<float4*>(p)`` and ``(float4*)p`` -> an alignment-checked cast, so a
+    misaligned vector load is reported as on a GPU (which faults) instead of silently working."""
+    toks = tokenize(src)
+    ed = _Editor(src)
+    for i, t in enumerate(toks):
+        if t.text == "reinterpret_cast" and i + 1 < len(toks) and toks[i + 1].text == "<":
+            close = _template_id_end(toks, i + 1)
+            inner = [x.text for x in toks[i + 2:close]]
+            if close > 0 and inner and inner[-1] == "*" and any(x in _CUDA_WIDE for x in inner):
+                ed.replace(t.start, t.end, "::kp_cuda::aligned_ptr_cast")
+        elif t.text == "(" and i + 2 < len(toks):
+            j = i + 1
+            while j < len(toks) and toks[j].text in ("const", "volatile"):
+                j += 1
+            if (j + 2 < len(toks) and toks[j].text in _CUDA_WIDE and toks[j + 1].text == "*"
+                    and toks[j + 2].text == ")"):
+                end = _operand_end(toks, j + 3)
+                if end > j + 3:
+                    target = ed.data[toks[i + 1].start:toks[j + 1].end].decode()
+                    operand = ed.data[toks[j + 3].start:toks[end - 1].end].decode()
+                    ed.replace(t.start, toks[end - 1].end,
+                               f"::kp_cuda::aligned_ptr_cast<{target}>({operand})")
+    return ed.result()
+
+
 def strip_address_spaces(src: str) -> str:
     """Remove Metal address-space words left in types (parameters, pointers, casts).
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from runners import srcrewrite
 from runners.settings import load_settings
-from runners.simbuild import SIMCORE, Build, Diagnostic, build_kernel
+from runners.simbuild import SIMCORE, Build, Diagnostic, build_kernel, kernel_tail
 from runners.simfaults import CompileError, KernelFault
 from runners.simhost import BufferArg, Finding, LaunchSpec, ScalarArg, launch_dims, run_launch
 
@@ -92,26 +92,21 @@ class CudaRun:
         return self.compiled and not self.findings
 
 
-_TU = """#include <kport/rt.h>
-#include <kport/cuda_runtime.h>
-__thread kp_thread* kp_cur __attribute__((tls_model("initial-exec")));
-extern "C" void kp_kernel_set_current(kp_thread* t) {{ kp_cur = t; }}
-extern "C" const int kp_kernel_needs_sync = {sync};
-extern "C" const char* const kp_kernel_dialect = "cuda";
-#line 1 "{filename}"
-{code}
-#line 1 "kport-entry"
-template <class __KpT, __KpT... __KpI> struct __kp_seq {{}};
-template <class __KpT> struct __kp_noref {{ using type = __KpT; }};
-template <class __KpT> struct __kp_noref<__KpT&> {{ using type = __KpT; }};
+_HEAD = "#include <kport/rt.h>\n#include <kport/cuda_runtime.h>\n"
+# Unpacks the argument slots into the kernel's own parameter types (deduced from its pointer).
+_INVOKE = """template <class __KpT, __KpT... __KpI> struct __kp_seq {};
+template <class __KpT> struct __kp_noref { using type = __KpT; };
+template <class __KpT> struct __kp_noref<__KpT&> { using type = __KpT; };
 template <class... __KpA, unsigned... __KpI>
-static void __kp_call(void (*__kp_f)(__KpA...), void** __kp_a, __kp_seq<unsigned, __KpI...>) {{
+static inline __attribute__((always_inline)) void __kp_call(
+    void (*__kp_f)(__KpA...), void** __kp_a, __kp_seq<unsigned, __KpI...>) {
   __kp_f(*(typename __kp_noref<__KpA>::type*)__kp_a[__KpI]...);
-}}
-template <class... __KpA> static void __kp_invoke(void (*__kp_f)(__KpA...), void** __kp_a) {{
-  __kp_call(__kp_f, __kp_a, __make_integer_seq<__kp_seq, unsigned, sizeof...(__KpA)>{{}});
-}}
-extern "C" void kp_kernel_entry(void** __kp_a) {{ __kp_invoke(&{name}, __kp_a); }}
+}
+template <class... __KpA>
+static inline __attribute__((always_inline)) void __kp_invoke(void (*__kp_f)(__KpA...),
+                                                              void** __kp_a) {
+  __kp_call(__kp_f, __kp_a, __make_integer_seq<__kp_seq, unsigned, sizeof...(__KpA)>{});
+}
 """
 
 
@@ -132,11 +127,14 @@ class RawKernel:
         code = self._source()
         check_supported(code, self.filename)
         code = srcrewrite.rewrite_group_storage(code, "__shared__")
-        sync = 1 if _SYNC.search(code) else 0
-        return _TU.format(sync=sync, filename=self.filename, code=code, name=self.name)
+        code = srcrewrite.rewrite_cuda_vector_casts(code)
+        return (f'{_HEAD}#line 1 "{self.filename}"\n{code}\n'
+                + kernel_tail("cuda", bool(_SYNC.search(code)), _INVOKE,
+                              f"  __kp_invoke(&{self.name}, __kp_a);"))
 
     def launch(self, grid, block, args, shared_mem: int = 0) -> CudaRun:
         """Run once; numpy array arguments are updated in place. Returns a CudaRun record."""
+        check_supported(self._source(), self.filename)  # first: the clearest error there is
         grid, block = launch_dims(grid, "grid"), launch_dims(block, "block")
         if math.prod(block) > MAX_THREADS_PER_BLOCK:
             raise ValueError(f"block of {math.prod(block)} threads exceeds the maximum of "
@@ -167,7 +165,7 @@ class RawKernel:
                                 f"(e.g. np.int32(n)) for values, not {type(value).__name__}")
         settings = load_settings()
         build = build_kernel(self._translation_unit(), checked=settings.sim_checks == "full",
-                             include_cuda=True, settings=settings)
+                             dialect="cuda", settings=settings)
         if not build.ok:
             return CudaRun(False, diagnostics=build.diagnostics, build=build)
         spec = LaunchSpec(groups=grid, threadgroup=block,

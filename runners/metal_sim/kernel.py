@@ -18,7 +18,7 @@ from runners import srcrewrite
 from runners.dtypes import DTYPES, Tensor, dtype_name, poison, to_mx, to_tensor
 from runners.metal_sim import codegen
 from runners.settings import load_settings
-from runners.simbuild import Build, Diagnostic, build_kernel
+from runners.simbuild import Build, Diagnostic, build_kernel, kernel_tail
 from runners.simfaults import CompileError, KernelFault
 from runners.simhost import MAX_LAUNCH_BYTES, BufferArg, Finding, LaunchSpec, run_launch
 
@@ -69,17 +69,13 @@ def _line_directives(full: str, rewritten: str, header: str, source: str, sig_en
     return "\n".join(out)
 
 
-_TU_PRELUDE = """#include <kport/rt.h>
+_TU_HEAD = """#include <kport/rt.h>
 #include <kport/metal_stdlib.h>
 #include <kport/mlx_prelude.h>
-__thread kp_thread* kp_cur __attribute__((tls_model("initial-exec")));
-extern "C" void kp_kernel_set_current(kp_thread* t) {{ kp_cur = t; }}
-extern "C" const int kp_kernel_needs_sync = {sync};
-extern "C" const char* const kp_kernel_dialect = "metal";
 """
 
 
-def _entry(func: str, template, params: list[codegen.Param], attributes) -> str:
+def _entry_body(func: str, template, params: list[codegen.Param], attributes) -> str:
     args = []
     for i, p in enumerate(params):
         ptr = f"(*(void**)__kp_a[{i}])"
@@ -93,9 +89,7 @@ def _entry(func: str, template, params: list[codegen.Param], attributes) -> str:
             args.append(f"({p.c_type}*){ptr}")
     args += [codegen.ATTRIBUTE_VALUES[a] for a, _ in attributes]
     call = func + (codegen.template_string(template) if template else "")
-    return ('#line 1 "kport-entry"\nextern "C" void kp_kernel_entry(void** __kp_a) {\n'
-            "  const kp_thread* __kp_t = kp_cur; (void)__kp_t;\n"
-            f"  {call}({', '.join(args)});\n}}\n")
+    return f"  const kp_thread* __kp_t = kp_cur;\n  {call}({', '.join(args)});"
 
 
 def _template_values(template) -> list[tuple[str, object]]:
@@ -136,10 +130,10 @@ class MetalKernel:
         rewritten = srcrewrite.strip_address_spaces(rewritten)
         rewritten = srcrewrite.rewrite_metal_constructors(rewritten)
         body = _line_directives(text, rewritten, self.header, self.source, sig_end)
-        sync = 1 if _SYNC.search(self.header + self.source) else 0
         attributes = codegen.used_attributes(self.source)
-        return (_TU_PRELUDE.format(sync=sync) + codegen.ATTRIBUTE_HELPERS + body + "\n"
-                + _entry(func, template, params, attributes))
+        return (_TU_HEAD + codegen.ATTRIBUTE_HELPERS + body + "\n"
+                + kernel_tail("metal", bool(_SYNC.search(self.header + self.source)), "",
+                              _entry_body(func, template, params, attributes)))
 
     def launch(self, *, inputs, output_shapes, output_dtypes, grid, threadgroup, template=None,
                init_value=None, verbose=False, stream=None) -> SimRun:

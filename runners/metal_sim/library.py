@@ -21,7 +21,7 @@ from runners import srcrewrite
 from runners.metal_sim.codegen import ATTRIBUTE_HELPERS, ATTRIBUTE_VALUES, ATTRIBUTES
 from runners.metal_sim.kernel import _SYNC, THREADGROUP_MEMORY
 from runners.settings import load_settings
-from runners.simbuild import Build, Diagnostic, build_kernel
+from runners.simbuild import Build, Diagnostic, build_kernel, kernel_tail
 from runners.simhost import BufferArg, Finding, LaunchSpec, launch_dims, run_launch
 
 _ATTR_TYPES = dict(ATTRIBUTES)
@@ -123,14 +123,12 @@ class MetalFunction:
                 args.append(f"({arg})kp_dyn_smem()")
             else:
                 args.append(_attribute_value(p))
-        return ('#line 1 "kport-entry"\n'
-                "template <class F> struct __kp_fn;\n"
-                "template <class R, class... A> struct __kp_fn<R (*)(A...)> {\n"
-                "  template <unsigned I> using arg = __type_pack_element<I, A...>; };\n"
-                f"using __kp_F = __kp_fn<decltype(&{self.call})>;\n"
-                'extern "C" void kp_kernel_entry(void** __kp_a) {\n'
-                "  const kp_thread* __kp_t = kp_cur; (void)__kp_t;\n"
-                f"  {self.call}({', '.join(args)});\n}}\n")
+        preamble = ("template <class F> struct __kp_fn;\n"
+                    "template <class R, class... A> struct __kp_fn<R (*)(A...)> {\n"
+                    "  template <unsigned I> using arg = __type_pack_element<I, A...>; };\n"
+                    f"using __kp_F = __kp_fn<decltype(&{self.call})>;\n")
+        body = f"  const kp_thread* __kp_t = kp_cur;\n  {self.call}({', '.join(args)});"
+        return kernel_tail("metal", bool(_SYNC.search(self.library.source)), preamble, body)
 
     def launch(self, buffers: dict[int, object], *, grid=None, threadgroup=(1, 1, 1),
                threadgroups=None, threadgroup_memory: int = 0) -> MetalRun:
@@ -196,10 +194,5 @@ class MetalLibrary:
         code = srcrewrite.rewrite_metal_constructors(code)
         code = re.sub(r"\bkernel\b(?=\s+void)", "      ", code)
         code = re.sub(r"#\s*include\s*<metal_\w+>", "", code)
-        sync = 1 if _SYNC.search(self.source) else 0
         return ("#include <kport/rt.h>\n#include <kport/metal_stdlib.h>\n"
-                '__thread kp_thread* kp_cur __attribute__((tls_model("initial-exec")));\n'
-                'extern "C" void kp_kernel_set_current(kp_thread* t) { kp_cur = t; }\n'
-                f'extern "C" const int kp_kernel_needs_sync = {sync};\n'
-                'extern "C" const char* const kp_kernel_dialect = "metal";\n'
                 + ATTRIBUTE_HELPERS + f'#line 1 "{self.filename}"\n{code}\n')

@@ -26,13 +26,13 @@ const Arg* buffer_of(uintptr_t addr) {
   return nullptr;
 }
 
-static void report_buffer_oob(const Arg* b, uintptr_t a, bool write, void* pc) {
+static void report_buffer_oob(const Arg* b, uintptr_t a, bool write, void* pc, unsigned line) {
   long long index = ((long long)a - (long long)(uintptr_t)b->data) / (long long)b->elem_size;
   char msg[256];
   snprintf(msg, sizeof msg, "out-of-bounds %s of buffer '%s' at element %lld (valid 0..%zu)",
            write ? "write" : "read", b->name.c_str(), index, b->bytes / b->elem_size - 1);
   const kp_thread* where = t_worker && t_worker->running ? &t_worker->running->pos : nullptr;
-  add_finding(KP_F_OOB, 0, msg, where, pc);
+  add_finding(KP_F_OOB, line, msg, where, pc);
 }
 
 static const TgVar* tg_var_at(const Worker* w, size_t off, const TgVar** before) {
@@ -53,7 +53,7 @@ static bool conflicts(const Worker* w, uint32_t me, uint16_t other, uint32_t oth
   return w->simd_epoch[s] == other_simd_epoch;
 }
 
-static void tg_access(Worker* w, size_t off, size_t n, bool write, void* pc) {
+static void tg_access(Worker* w, size_t off, size_t n, bool write, void* pc, unsigned line) {
   const TgVar* before;
   const TgVar* var = tg_var_at(w, off, &before);
   const kp_thread* where = &w->running->pos;
@@ -66,7 +66,7 @@ static void tg_access(Worker* w, size_t off, size_t n, bool write, void* pc) {
     else
       snprintf(msg, sizeof msg, "out-of-bounds %s before the first threadgroup variable",
                write ? "write" : "read");
-    add_finding(KP_F_OOB, 0, msg, where, pc);  // line 0: the access (pc) locates it
+    add_finding(KP_F_OOB, line, msg, where, pc);  // line 0: the access (pc) locates it
     return;
   }
   uint32_t me = w->running->pos.linear;
@@ -90,7 +90,7 @@ static void tg_access(Worker* w, size_t off, size_t n, bool write, void* pc) {
       if (sh.w_group != w->group_serial) {
         snprintf(msg, sizeof msg, "read of threadgroup variable '%s' at byte %zu before any thread "
                  "of the group wrote it", var->name.c_str(), off + i - var->offset);
-        add_finding(KP_F_UNINIT, 0, msg, where, pc);
+        add_finding(KP_F_UNINIT, line, msg, where, pc);
         break;
       }
       if (sh.w_epoch == w->epoch && sh.w_thread != me1 && conflicts(w, me, sh.w_thread, sh.w_simd_epoch))
@@ -111,53 +111,69 @@ static void tg_access(Worker* w, size_t off, size_t n, bool write, void* pc) {
         snprintf(who, sizeof who, kind, other, me);
       snprintf(msg, sizeof msg, "race on threadgroup variable '%s' byte %zu: %s with no barrier "
                "between", var->name.c_str(), off + i - var->offset, who);
-      add_finding(KP_F_RACE, 0, msg, where, pc);
+      add_finding(KP_F_RACE, line, msg, where, pc);
       break;
     }
   }
 }
 
-static inline void on_access(void* p, size_t n, bool write, void* pc) {
+static inline void on_access(void* p, size_t n, bool write, void* pc, unsigned line = 0) {
   Worker* w = t_worker;
   if (!w || !w->running) return;
   uintptr_t a = (uintptr_t)p;
   uintptr_t tg = (uintptr_t)w->tg_arena;
-  if (a - tg < w->tg_capacity) return tg_access(w, a - tg, n, write, pc);
+  if (a - tg < w->tg_capacity) return tg_access(w, a - tg, n, write, pc, line);
   if (w->dyn_smem && a - (uintptr_t)w->dyn_smem < g_launch.dyn_smem + 64) {
     if (a + n > (uintptr_t)w->dyn_smem + g_launch.dyn_smem) {
       char msg[160];
       snprintf(msg, sizeof msg, "out-of-bounds %s of dynamic shared memory at byte %zu (%zu bytes "
                "requested at launch)", write ? "write" : "read",
                (size_t)(a - (uintptr_t)w->dyn_smem), g_launch.dyn_smem);
-      add_finding(KP_F_OOB, 0, msg, &w->running->pos, pc);
+      add_finding(KP_F_OOB, line, msg, &w->running->pos, pc);
     }
     return;
   }
   const Arg* b = buffer_of(a);
   if (b && (a < (uintptr_t)b->data || a + n > (uintptr_t)(b->data + b->bytes)))
-    report_buffer_oob(b, a, write, pc);
+    report_buffer_oob(b, a, write, pc, line);
+}
+
+static inline void check_aligned(void* p, size_t n, void* pc) {
+  Worker* w = t_worker;
+  if (!w || !w->running || ((uintptr_t)p & (n - 1)) == 0) return;
+  uintptr_t a = (uintptr_t)p;
+  const Arg* b = buffer_of(a);
+  if (!b && a - (uintptr_t)w->tg_arena >= w->tg_capacity) return;  // thread-local data
+  char msg[200];
+  snprintf(msg, sizeof msg, "misaligned %zu-byte access at address 0x%lx%s%s%s (a GPU faults "
+           "with 'misaligned address')", n, (unsigned long)a, b ? " in buffer '" : "",
+           b ? b->name.c_str() : "", b ? "'" : "");
+  add_finding(KP_F_INVALID, 0, msg, &w->running->pos, pc);
 }
 
 }  // namespace kp
 
+using kp::check_aligned;
 using kp::on_access;
 #define KP_PC __builtin_return_address(0)
 
 extern "C" {
+// `line`, when nonzero, is the caller's line (atomics of the shims); otherwise the return address
+// locates the access.
 void kp_check_access(const void* addr, size_t size, int is_write, unsigned line) {
-  (void)line;
   kp::Worker* w = kp::t_worker;
   if (!kp::g_launch.checked || !w || !w->running) return;
   uintptr_t a = (uintptr_t)addr, tg = (uintptr_t)w->tg_arena;
   if (a - tg < w->tg_capacity) {
     // Atomics: bounds only; mark the bytes as written so later plain reads are not "uninitialised".
     const kp::TgVar* before;
-    if (!kp::tg_var_at(w, a - tg, &before)) return on_access((void*)addr, size, is_write, KP_PC);
+    if (!kp::tg_var_at(w, a - tg, &before))
+      return on_access((void*)addr, size, is_write, KP_PC, line);
     if (is_write)
       for (size_t i = 0; i < size; i++) w->shadow[a - tg + i].w_group = w->group_serial;
     return;
   }
-  on_access((void*)addr, size, is_write, KP_PC);
+  on_access((void*)addr, size, is_write, KP_PC, line);
 }
 
 void __tsan_init() {}
@@ -165,9 +181,11 @@ void __tsan_func_entry(void*) {}
 void __tsan_func_exit() {}
 void __tsan_ignore_thread_begin() {}
 void __tsan_ignore_thread_end() {}
+// The aligned hooks are called where the compiler assumed N-byte alignment from the type (a
+// float4 load, say): on a GPU a misaligned address there faults, so it is reported.
 #define KP_HOOKS(N)                                                                         \
-  void __tsan_read##N(void* p) { on_access(p, N, false, KP_PC); }                         \
-  void __tsan_write##N(void* p) { on_access(p, N, true, KP_PC); }                         \
+  void __tsan_read##N(void* p) { check_aligned(p, N, KP_PC); on_access(p, N, false, KP_PC); } \
+  void __tsan_write##N(void* p) { check_aligned(p, N, KP_PC); on_access(p, N, true, KP_PC); } \
   void __tsan_unaligned_read##N(void* p) { on_access(p, N, false, KP_PC); }               \
   void __tsan_unaligned_write##N(void* p) { on_access(p, N, true, KP_PC); }               \
   void __tsan_volatile_read##N(void* p) { on_access(p, N, false, KP_PC); }                \

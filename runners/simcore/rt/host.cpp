@@ -325,9 +325,11 @@ static void load_kernel() {
   void* lib = dlopen(L.kernel_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) bad_request(std::string("cannot load kernel library: ") + dlerror());
   L.entry = (void (*)(void**))dlsym(lib, "kp_kernel_entry");
-  L.set_current = (void (*)(kp_thread*))dlsym(lib, "kp_kernel_set_current");
+  L.run_threads = (void (*)(void**, kp_thread*))dlsym(lib, "kp_kernel_run_threads");
+  L.current_slot = (kp_thread** (*)(void))dlsym(lib, "kp_kernel_current_slot");
   const int* sync = (const int*)dlsym(lib, "kp_kernel_needs_sync");
-  if (!L.entry || !L.set_current || !sync) bad_request("kernel library lacks the kp_* entry points");
+  if (!L.entry || !L.run_threads || !L.current_slot || !sync)
+    bad_request("kernel library lacks the kp_* entry points");
   L.needs_sync = *sync;
   Dl_info info;
   if (dladdr((void*)L.entry, &info)) g_lib_base = (uintptr_t)info.dli_fbase;
@@ -390,6 +392,7 @@ int main(int argc, char** argv) {
     Worker* w = new Worker();
     w->index = index;
     t_worker = w;
+    w->cur_slot = g_launch.current_slot();
     worker_setup(w);
     for (auto slot : g_dyn_slots) *slot() = w->dyn_smem;
     for (uint64_t g; (g = next.fetch_add(1)) < total;) {

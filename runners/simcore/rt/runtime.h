@@ -68,6 +68,9 @@ struct Worker {
   std::vector<uint32_t> simd_epoch;
   Fiber main_fiber;
   SimThread* running = nullptr;
+  kp_thread** cur_slot = nullptr;    // the kernel library's kp_cur of this OS thread
+  uint32_t n = 0;                    // threads in the running group
+  uint32_t simd_waiting = 0;         // threads blocked at a collective since the last resolve
   unsigned char* tg_arena = nullptr;  // threadgroup memory (+ redzones in checked mode)
   size_t tg_capacity = 0, tg_used = 0, tg_limit = 0;
   std::vector<TgVar> tg_vars;
@@ -95,7 +98,8 @@ struct Launch {
   std::vector<void*> arg_ptrs;
   // from the kernel library
   void (*entry)(void**) = nullptr;
-  void (*set_current)(kp_thread*) = nullptr;
+  void (*run_threads)(void**, kp_thread*) = nullptr;
+  kp_thread** (*current_slot)(void) = nullptr;
   int needs_sync = 1;
   std::string dialect;
 };

@@ -47,17 +47,32 @@ void worker_setup(Worker* w) {
   }
 }
 
+static void set_running(Worker* w, SimThread* t) {
+  w->running = t;
+  *w->cur_slot = &t->pos;
+}
+
+// The running thread `t` blocked or ended: switch straight to the next ready thread of this
+// round (index order, so runs are deterministic), or back to the scheduler when none is left.
+static void yield_from(Worker* w, SimThread* t) {
+  for (uint32_t i = t->pos.linear + 1; i < w->n; i++) {
+    SimThread* next = &w->threads[i];
+    if (next->state == T_READY) {
+      set_running(w, next);
+      fiber_switch(&t->fiber, &next->fiber);
+      return;
+    }
+  }
+  w->running = nullptr;
+  fiber_switch(&t->fiber, &w->main_fiber);
+}
+
 static void fiber_main(void* p) {
   SimThread* t = (SimThread*)p;
   g_launch.entry(g_launch.arg_ptrs.data());
   t->state = T_DONE;
-  fiber_switch(&t->fiber, &t_worker->main_fiber);
+  yield_from(t_worker, t);
   __builtin_unreachable();
-}
-
-static void set_running(Worker* w, SimThread* t) {
-  w->running = t;
-  g_launch.set_current(&t->pos);
 }
 
 static void report_at(int kind, unsigned line, const kp_thread* where, const char* fmt, ...)
@@ -71,45 +86,77 @@ static void report_at(int kind, unsigned line, const kp_thread* where, const cha
   add_finding(kind, line, msg, where, nullptr);
 }
 
-// Resolve the waiting collectives of every SIMD group whose lanes have all blocked or ended.
-// Lanes waiting at the same site form the active set of that collective (Metal semantics);
-// a CUDA member mask names lanes that must be there.
+// Resolve one waiting collective per SIMD group whose lanes have all blocked or ended. Lanes
+// waiting at the same site form the active set (Metal semantics); a CUDA member mask names
+// lanes that must be there. When lanes of one SIMD group wait at different sites, the site
+// earliest in the source goes first: in structured code the others are reconvergence points
+// that the first site's lanes will reach too. A site whose required lanes wait elsewhere is
+// deferred; only when nothing else can run is it resolved and reported as divergence.
 static bool resolve_simd(Worker* w, uint32_t n) {
+  if (!w->simd_waiting) return false;
   bool progressed = false;
+  uint32_t still_waiting = 0;
   for (uint32_t base = 0, s = 0; base < n; base += KP_SIMD_WIDTH, s++) {
-    bool resolved = false;
     uint32_t end = base + KP_SIMD_WIDTH < n ? base + KP_SIMD_WIDTH : n;
-    uint64_t waiting = 0;
+    uint64_t waiting = 0, existing = (end - base == 64) ? ~0ull : ((1ull << (end - base)) - 1);
     for (uint32_t i = base; i < end; i++)
       if (w->threads[i].state == T_AT_SIMD) waiting |= 1ull << (i - base);
-    while (waiting) {
-      SimThread* first = &w->threads[base + __builtin_ctzll(waiting)];
-      uint64_t mask = 0;
-      for (uint32_t i = base; i < end; i++)
-        if (w->threads[i].state == T_AT_SIMD && w->threads[i].site == first->site)
-          mask |= 1ull << (i - base);
-      uint32_t required = first->required;
-      uint64_t existing = end - base == 64 ? ~0ull : ((1ull << (end - base)) - 1);
-      uint64_t missing = required & existing & ~mask;
-      if (missing) {
-        report_at(KP_F_DIVERGENCE, first->site >> 12, &first->pos,
-                  "warp collective with member mask 0x%08x reached by lanes 0x%08llx only; "
-                  "lanes 0x%08llx of the mask exited or are elsewhere",
-                  required, (unsigned long long)mask, (unsigned long long)missing);
+    if (!waiting) continue;
+    SimThread* pick = nullptr;
+    bool divergent = false;
+    uint32_t tried = 0;  // sites considered, lowest first
+    for (;;) {
+      SimThread* best = nullptr;
+      for (uint64_t m = waiting; m; m &= m - 1) {
+        SimThread* t = &w->threads[base + __builtin_ctzll(m)];
+        if (t->site > tried && (!best || t->site < best->site)) best = t;
       }
-      unsigned char* snap = w->simd_snap[s].data();
-      for (uint64_t m = mask; m; m &= m - 1) {
+      if (!best) break;
+      tried = best->site;
+      uint64_t here = 0;
+      for (uint64_t m = waiting; m; m &= m - 1) {
         uint32_t lane = __builtin_ctzll(m);
-        SimThread* t = &w->threads[base + lane];
-        memcpy(snap + lane * KP_SLOT_BYTES, t->slot, KP_SLOT_BYTES);
-        t->mask = mask;
-        t->state = T_READY;
+        if (w->threads[base + lane].site == best->site) here |= 1ull << lane;
       }
-      waiting &= ~mask;
-      resolved = progressed = true;
+      uint64_t missing = best->required & existing & ~here;
+      if (!(missing & waiting)) {  // nobody it needs is held up at another collective
+        pick = best;
+        divergent = missing != 0;
+        break;
+      }
     }
-    if (resolved) w->simd_epoch[s]++;
+    if (!pick) {  // every site waits for lanes held at another: resolve the earliest anyway
+      for (uint64_t m = waiting; m; m &= m - 1) {
+        SimThread* t = &w->threads[base + __builtin_ctzll(m)];
+        if (!pick || t->site < pick->site) pick = t;
+      }
+      divergent = true;
+    }
+    uint64_t mask = 0;
+    for (uint64_t m = waiting; m; m &= m - 1) {
+      uint32_t lane = __builtin_ctzll(m);
+      if (w->threads[base + lane].site == pick->site) mask |= 1ull << lane;
+    }
+    if (divergent) {
+      report_at(KP_F_DIVERGENCE, pick->site >> 12, &pick->pos,
+                "warp collective with member mask 0x%08x reached by lanes 0x%08llx only; "
+                "lanes 0x%08llx of the mask exited or are elsewhere", pick->required,
+                (unsigned long long)mask,
+                (unsigned long long)(pick->required & existing & ~mask));
+    }
+    unsigned char* snap = w->simd_snap[s].data();
+    for (uint64_t m = mask; m; m &= m - 1) {
+      uint32_t lane = __builtin_ctzll(m);
+      SimThread* t = &w->threads[base + lane];
+      memcpy(snap + lane * KP_SLOT_BYTES, t->slot, KP_SLOT_BYTES);
+      t->mask = mask;
+      t->state = T_READY;
+    }
+    still_waiting += __builtin_popcountll(waiting & ~mask);
+    w->simd_epoch[s]++;
+    progressed = true;
   }
+  w->simd_waiting = still_waiting;
   return progressed;
 }
 
@@ -157,6 +204,24 @@ void run_group(Worker* w, uint32_t gx, uint32_t gy, uint32_t gz) {
   }
   uint32_t n = size[0] * size[1] * size[2];
   uint32_t nsimd = (n + KP_SIMD_WIDTH - 1) / KP_SIMD_WIDTH;
+  w->n = n;
+  // Threadgroup memory is uninitialised on a GPU: poison it so reads of unwritten data show.
+  memset(w->tg_arena, 0xFF, w->tg_used);
+  if (w->dyn_smem) memset(w->dyn_smem, 0xFF, L.dyn_smem);
+  w->group_serial++;
+  w->epoch++;
+  if (!L.needs_sync) {  // fast path: the library loops over the threads itself
+    kp_thread* t = &w->threads[0].pos;
+    for (int d = 0; d < 3; d++) {
+      t->gid[d] = g[d], t->tg_size[d] = size[d], t->tg_dispatch[d] = L.tg[d];
+      t->grid[d] = L.grid_threads[d], t->ngroups[d] = L.groups[d];
+    }
+    t->nsimd = nsimd;
+    w->running = &w->threads[0];
+    L.run_threads(g_launch.arg_ptrs.data(), t);
+    w->running = nullptr;
+    return;
+  }
   for (uint32_t i = 0; i < n; i++) {
     SimThread* t = &w->threads[i];
     kp_thread* p = &t->pos;
@@ -177,27 +242,15 @@ void run_group(Worker* w, uint32_t gx, uint32_t gy, uint32_t gz) {
     p->simd_lanes = (p->simd + 1) * KP_SIMD_WIDTH <= n ? KP_SIMD_WIDTH : n % KP_SIMD_WIDTH;
     t->state = T_READY;
   }
-  // Threadgroup memory is uninitialised on a GPU: poison it so reads of unwritten data show.
-  memset(w->tg_arena, 0xFF, w->tg_used);
-  if (w->dyn_smem) memset(w->dyn_smem, 0xFF, L.dyn_smem);
-  w->group_serial++;
-  w->epoch++;
-
-  if (!L.needs_sync) {
-    for (uint32_t i = 0; i < n; i++) {
-      set_running(w, &w->threads[i]);
-      L.entry(g_launch.arg_ptrs.data());
-    }
-    w->running = nullptr;
-    return;
-  }
   for (uint32_t i = 0; i < n; i++) fiber_init(&w->threads[i].fiber, fiber_main, &w->threads[i]);
   for (;;) {
+    // One round: the first ready thread runs, and each hands over to the next ready one.
     for (uint32_t i = 0; i < n; i++) {
       SimThread* t = &w->threads[i];
       if (t->state != T_READY) continue;
       set_running(w, t);
       fiber_switch(&w->main_fiber, &t->fiber);
+      break;
     }
     w->running = nullptr;
     if (resolve_simd(w, n)) continue;
@@ -234,7 +287,8 @@ extern "C" uint64_t kp_simd_sync(const void* value, unsigned size, unsigned line
   t->state = T_AT_SIMD;
   t->site = line << 12 | (column & 0xFFF);
   t->required = required;
-  fiber_switch(&t->fiber, &w->main_fiber);
+  w->simd_waiting++;
+  yield_from(w, t);
   *snapshot = w->simd_snap[t->pos.simd].data();
   return t->mask;
 }
@@ -245,7 +299,7 @@ extern "C" int kp_barrier(unsigned line, unsigned column, int pred, int op) {
   t->site = line << 12 | (column & 0xFFF);
   t->pred = pred;
   t->op = op;
-  fiber_switch(&t->fiber, &t_worker->main_fiber);
+  yield_from(t_worker, t);
   return t->reduced;
 }
 

@@ -1,6 +1,12 @@
 // kport CUDA dialect shim: lets CUDA kernel source compile as host C++ and run on the fiber
 // runtime (rt.h), behaving as on an NVIDIA GPU. Every kernel TU of the CUDA dialect starts with
 // this header. Host-side CUDA (launches, cudaMalloc, ...) is not part of the shim.
+// Parts (cuda/): vector_types (char1..double4, dim3), rounding (exact conversions), fp16 / bf16 /
+// f16_ops.inc (__half, __nv_bfloat16), intrinsics (integer, bit casts, loads, min/max),
+// float_intrinsics (fast math, rounding modes, extra math), sync (barriers, warp primitives),
+// atomics, cooperative_groups (via <cooperative_groups.h>), math_constants, device_assert;
+// sysinclude/ holds the forwarding <cuda_runtime.h>, <cuda_fp16.h>, ... headers.
+// Unsupported constructs are listed in runners/simcore/cuda_unsupported.toml.
 #pragma once
 #pragma clang system_header
 // nvcc's device pass defines __CUDACC__; set before any system header so that libc++ spells its
@@ -95,6 +101,22 @@ inline constexpr int warpSize = 32;
 }
 // Cycle counters: monotonic per thread, meaningless as GPU timings.
 KP_INLINE long long clock64() { return (long long)__builtin_readcyclecounter(); }
+
+// ---- Casts to vector pointers ------------------------------------------------------------------
+// The source rewrite sends reinterpret_cast<float4*>(p) and (float4*)p here: a GPU faults when
+// the address is not aligned for the vector type, while on the CPU the load would just work.
+namespace kp_cuda {
+template <class P> struct pointee;
+template <class T> struct pointee<T*> { using type = T; };
+template <class P, class Q>
+KP_INLINE P aligned_ptr_cast(Q q, unsigned kp_line = __builtin_LINE()) {
+  constexpr size_t need = alignof(typename pointee<P>::type);
+  if ((uintptr_t)q % need) kp_report(KP_F_INVALID, kp_line, "misaligned vector pointer: the "
+                                     "address is not aligned for the vector type (a GPU faults "
+                                     "with 'misaligned address' on access)");
+  return reinterpret_cast<P>(q);
+}
+}  // namespace kp_cuda
 
 // ---- printf and assert inside kernels -----------------------------------------------------------
 // Device printf goes to the launch's captured output (std::printf would break; nobody writes it).

@@ -35,8 +35,8 @@ struct kp_thread {
   uint32_t simd_lanes;    // lanes that exist in this thread's simd group (32 except the last)
 };
 
-// The running thread. Defined (initial-exec TLS) by each kernel TU, which also exports
-// kp_kernel_set_current() so the scheduler can point it at the fiber it switches to.
+// The running thread. Defined (initial-exec TLS) by each kernel library (kernel_abi.h), which
+// exports kp_kernel_current_slot() so the scheduler can point it at the fiber it runs.
 extern __thread kp_thread* kp_cur;
 
 // Severity and kind of a finding reported by a shim (the runtime adds thread/group/line).
@@ -95,10 +95,10 @@ int kp_register_dyn_smem(void** (*slot)(void));
 }  // extern "C"
 
 // ---- Kernel entry -------------------------------------------------------------------------------
-// The generated TU defines this: run one thread of the kernel. `args[i]` points at argument i's
-// value (buffer pointers are stored as pointers, scalars as their bytes).
+// Exported by every kernel library (kport/kernel_abi.h). kp_kernel_entry runs one thread;
+// `args[i]` points at argument i's value (buffer pointers stored as pointers, scalars as bytes).
 extern "C" void kp_kernel_entry(void** args);
-// The generated TU also defines these, read by the host before launch.
-extern "C" void kp_kernel_set_current(kp_thread* t);
+extern "C" void kp_kernel_run_threads(void** args, kp_thread* group);  // no-fiber fast path
+extern "C" kp_thread** kp_kernel_current_slot(void);
 extern "C" const int kp_kernel_needs_sync;      // 0: no barrier/collective in the source
 extern "C" const char* const kp_kernel_dialect; // "metal" or "cuda"

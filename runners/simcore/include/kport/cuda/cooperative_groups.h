@@ -40,7 +40,8 @@ namespace kp_detail {
 // Lanes of this thread's N-lane tile within its warp.
 template <unsigned N>
 KP_INLINE unsigned tile_mask() {
-  return N == 32 ? 0xFFFFFFFFu : ((1u << N) - 1u) << (kp_cur->lane & ~(N - 1u));
+  if constexpr (N == 32) return 0xFFFFFFFFu;
+  else return ((1u << N) - 1u) << (kp_cur->lane & ~(N - 1u));
 }
 }  // namespace kp_detail
 
