@@ -13,6 +13,7 @@ namespace kp {
 
 static const size_t kTgRedzone = 64;  // checked mode: gap after each threadgroup variable
 static const size_t kStackGuard = 1 << 20;  // a frame jumping further still faults in the gap
+static const size_t kStagger = 64 * 64 + 16 * 4096;  // largest offset of a stack top (below)
 
 static size_t page_size() { return (size_t)sysconf(_SC_PAGESIZE); }
 
@@ -33,7 +34,7 @@ void worker_setup(Worker* w) {
   if (g_launch.checked) w->shadow.assign(w->tg_capacity, Shadow{});
   if (!g_launch.needs_sync) return;
   size_t ps = page_size();
-  w->stack_size = (g_launch.stack_size + ps - 1) / ps * ps;
+  w->stack_size = (g_launch.stack_size + kStagger + ps - 1) / ps * ps;
   w->stack_stride = w->stack_size + kStackGuard;  // inaccessible gap below each stack
   w->stack_count = n;
   w->stacks = (char*)mmap(nullptr, w->stack_stride * n, PROT_READ | PROT_WRITE,
@@ -43,7 +44,9 @@ void worker_setup(Worker* w) {
     char* base = w->stacks + i * w->stack_stride;
     mprotect(base, kStackGuard, PROT_NONE);
     w->threads[i].fiber.stack_lo = base + kStackGuard;
-    w->threads[i].fiber.stack_size = w->stack_size;
+    // Stack tops 1 MiB apart would all fall in one cache set: every switch would evict the
+    // previous fiber's frames. Staggering the tops spreads them over the L1 and L2 sets.
+    w->threads[i].fiber.stack_size = w->stack_size - (i % 64) * 64 - ((i / 64) % 16) * 4096;
   }
 }
 
@@ -265,15 +268,21 @@ void run_group(Worker* w, uint32_t gx, uint32_t gy, uint32_t gz) {
 
 using namespace kp;
 
-static SimThread* current_or_die(const char* what, unsigned line) {
+// Out of line and cold: every fiber keeps a kp_barrier frame alive while it waits, and a small
+// frame keeps 1024 waiting fibers' stacks in cache.
+[[noreturn]] __attribute__((noinline, cold)) static void sync_misuse(const char* what,
+                                                                    unsigned line) {
   Worker* w = t_worker;
   if (!w || !w->running) finish_fatal(KP_F_UNSUPPORTED, line, what, nullptr, nullptr);
-  if (!g_launch.needs_sync) {
-    char msg[256];
-    snprintf(msg, sizeof msg, "%s called, but the kernel was built without fiber support "
-             "(internal: its sync scan missed this call)", what);
-    finish_fatal(KP_F_UNSUPPORTED, line, msg, &w->running->pos, nullptr);
-  }
+  char msg[256];
+  snprintf(msg, sizeof msg, "%s called, but the kernel was built without fiber support "
+           "(internal: its sync scan missed this call)", what);
+  finish_fatal(KP_F_UNSUPPORTED, line, msg, &w->running->pos, nullptr);
+}
+
+static inline SimThread* current_or_die(const char* what, unsigned line) {
+  Worker* w = t_worker;
+  if (__builtin_expect(!w || !w->running || !g_launch.needs_sync, 0)) sync_misuse(what, line);
   return w->running;
 }
 
@@ -281,8 +290,7 @@ extern "C" uint64_t kp_simd_sync(const void* value, unsigned size, unsigned line
                                  uint32_t required, const unsigned char** snapshot) {
   SimThread* t = current_or_die("a SIMD-group collective", line);
   Worker* w = t_worker;
-  if (size > KP_SLOT_BYTES) finish_fatal(KP_F_UNSUPPORTED, line, "collective payload too large",
-                                         &t->pos, nullptr);
+  if (__builtin_expect(size > KP_SLOT_BYTES, 0)) sync_misuse("an oversized collective", line);
   if (size) memcpy(t->slot, value, size);
   t->state = T_AT_SIMD;
   t->site = line << 12 | (column & 0xFFF);
