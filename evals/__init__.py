@@ -1,3 +1,5 @@
 """Case loading and checking, the cheat-proof harness, batch runs, reports, benchmarks."""
 
-VERBS: dict[str, tuple[str, str]] = {}
+VERBS = {
+    "corpus": ("evals.corpus_cli", "list the kernel corpus and check its cases in the simulators"),
+}

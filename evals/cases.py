@@ -1,0 +1,233 @@
+"""The corpus case format: ``corpus/cases/<NNN>_<name>/case.toml`` loaded into a validated model.
+
+The format is a contract (the corpus issue); docs/corpus.md describes every key. Sizes are
+named symbols; grids, shapes, values and template ints may be expressions over them
+("rows*256", "(n + 255) // 256"), evaluated by a small whitelist evaluator, never eval().
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from runners.dtypes import DTYPES
+from runners.errors import KportError
+
+CATEGORIES = {"elementwise", "reduction", "scan", "norm", "gemm", "gemv", "attention", "ssm",
+              "conv", "sort", "atomic", "quant", "training", "transpose", "softmax", "rope",
+              "gather", "loss", "other"}
+Expr = int | str
+
+
+class CaseError(KportError):
+    """A case folder or case.toml is wrong; the message names the file, key and fix."""
+
+
+class CudaSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    source: str
+    kernel: str
+    grid: list[Expr] = Field(min_length=1, max_length=3)
+    block: list[Expr] = Field(min_length=1, max_length=3)
+    shared_mem: Expr = 0
+
+
+class MetalSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    source: str
+    header: str = ""
+    inputs: list[str]
+    outputs: list[str] = Field(min_length=1)
+    grid: list[Expr] = Field(min_length=1, max_length=3)
+    threadgroup: list[Expr] = Field(min_length=1, max_length=3)
+    template: dict[str, int | bool | str] = Field(default_factory=dict)
+    init_value: float | None = None
+    atomic_outputs: bool = False
+
+
+class ArgSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    role: Literal["in", "out", "inout", "scalar"]
+    dtype: str
+    shape: list[Expr] = Field(default_factory=list)
+    init: str = "zeros"
+    value: Expr | float | None = None
+
+    @field_validator("dtype")
+    @classmethod
+    def _known_dtype(cls, v: str) -> str:
+        if v not in DTYPES:
+            raise ValueError(f"unknown dtype {v!r}; one of {', '.join(DTYPES)}")
+        return v
+
+    @field_validator("init")
+    @classmethod
+    def _known_init(cls, v: str) -> str:
+        if not re.fullmatch(r"normal|uniform|zeros|ones|arange|randint:-?\d+:-?\d+|"
+                            r"uniform:-?[\d.]+:-?[\d.]+|normal:[\d.]+", v):
+            raise ValueError(f"unknown init {v!r}; one of normal, normal:SCALE, uniform, "
+                             "uniform:LO:HI, randint:LO:HI, zeros, ones, arange")
+        return v
+
+    @model_validator(mode="after")
+    def _scalar_has_value(self) -> ArgSpec:
+        if self.role == "scalar" and self.value is None:
+            raise ValueError(f"scalar argument {self.name!r} needs `value`")
+        if self.role != "scalar" and not self.shape:
+            raise ValueError(f"array argument {self.name!r} needs `shape`")
+        return self
+
+
+class CheckSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    rtol: float = 1e-5
+    atol: float = 1e-6
+    reference: str = "cuda"
+    seeds: int = Field(default=2, ge=1, le=10)
+
+    @field_validator("reference")
+    @classmethod
+    def _reference_form(cls, v: str) -> str:
+        if v != "cuda" and not re.fullmatch(r"[\w./-]+\.py:\w+", v):
+            raise ValueError("reference must be \"cuda\" or \"FILE.py:function\"")
+        return v
+
+
+class CaseSpec(BaseModel):
+    """One corpus case. ``folder`` is where case.toml lives; file keys are relative to it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str
+    title: str
+    category: str
+    cuda: CudaSpec
+    sizes: dict[str, int]
+    variants: list[dict[str, int]] = Field(default_factory=list)
+    args: list[ArgSpec] = Field(min_length=1)
+    check: CheckSpec = CheckSpec()
+    metal: MetalSpec | None = None
+    notes: str = ""
+    folder: Path = Path(".")
+
+    @field_validator("category")
+    @classmethod
+    def _known_category(cls, v: str) -> str:
+        if v not in CATEGORIES:
+            raise ValueError(f"unknown category {v!r}; one of {', '.join(sorted(CATEGORIES))}")
+        return v
+
+    @model_validator(mode="after")
+    def _names_line_up(self) -> CaseSpec:
+        names = [a.name for a in self.args]
+        if len(set(names)) != len(names):
+            raise ValueError("argument names must be unique")
+        if self.metal:
+            arrays = {a.name for a in self.args if a.role != "scalar"}
+            for name in self.metal.inputs:
+                if name not in names:
+                    raise ValueError(f"metal.inputs: {name!r} is not an argument")
+            for name in self.metal.outputs:
+                base = name.removesuffix("_out")
+                if name not in arrays and base not in arrays:
+                    raise ValueError(f"metal.outputs: {name!r} names no array argument "
+                                     "(an inout argument X is returned as X_out)")
+        for variant in self.variants:
+            unknown = set(variant) - set(self.sizes)
+            if unknown:
+                raise ValueError(f"variants: unknown size {sorted(unknown)[0]!r}")
+        return self
+
+    def size_sets(self) -> list[dict[str, int]]:
+        """The default sizes, then each variant over them."""
+        return [dict(self.sizes)] + [{**self.sizes, **v} for v in self.variants]
+
+
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+        ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Div: operator.truediv,
+        ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.RShift: operator.rshift}
+_FUNCS = {"min": min, "max": max, "ceil_div": lambda a, b: -(-a // b)}
+
+
+def evaluate(expr: Expr | float, sizes: dict[str, int], where: str = "") -> int | float:
+    """Value of an int/float or an expression over the size symbols; CaseError otherwise."""
+    if isinstance(expr, (int, float)):
+        return expr
+
+    def walk(node):
+        if isinstance(node, ast.Expression):
+            return walk(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return node.value
+        if isinstance(node, ast.Name) and node.id in sizes:
+            return sizes[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            return _OPS[type(node.op)](walk(node.left), walk(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -walk(node.operand)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in _FUNCS and not node.keywords:
+            return _FUNCS[node.func.id](*[walk(a) for a in node.args])
+        raise CaseError(f"{where}: cannot evaluate {expr!r}: use numbers, size names "
+                        f"({', '.join(sizes)}), + - * // % / ** << >>, min, max, ceil_div")
+
+    try:
+        return walk(ast.parse(str(expr), mode="eval"))
+    except SyntaxError:
+        raise CaseError(f"{where}: {expr!r} is not an expression") from None
+
+
+def load_case(folder: Path) -> CaseSpec:
+    """Load and validate ``folder/case.toml``; CaseError names the file, key and why."""
+    path = Path(folder) / "case.toml"
+    if not path.is_file():
+        raise CaseError(f"{path}: no case.toml in this folder")
+    try:
+        data = tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+        raise CaseError(f"{path}: not valid TOML: {err}") from None
+    try:
+        case = CaseSpec(**data, folder=path.parent)
+    except ValidationError as err:
+        first = err.errors()[0]
+        key = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise CaseError(f"{path}: key `{key}`: {first['msg']}") from None
+    if case.id != path.parent.name:
+        raise CaseError(f"{path}: key `id`: {case.id!r} must equal the folder name "
+                        f"{path.parent.name!r}")
+    for key, rel in [("cuda.source", case.cuda.source)] + (
+            [("metal.source", case.metal.source)] + (
+                [("metal.header", case.metal.header)] if case.metal.header else [])
+            if case.metal else []):
+        if not (path.parent / rel).is_file():
+            raise CaseError(f"{path}: key `{key}`: file {rel!r} not found in the case folder")
+    return case
+
+
+def corpus_dir() -> Path:
+    """The bundled corpus: corpus/cases next to the packages."""
+    return Path(__file__).resolve().parents[1] / "corpus" / "cases"
+
+
+def discover(root: Path | None = None, ids: list[str] | None = None) -> list[CaseSpec]:
+    """Cases under ``root`` (default: the bundled corpus), optionally only ``ids`` (exact ids
+    or unique prefixes such as "012"); CaseError for an id that matches nothing."""
+    root = root or corpus_dir()
+    folders = sorted(p for p in root.iterdir() if (p / "case.toml").is_file()) if \
+        root.is_dir() else []
+    if ids:
+        chosen = []
+        for want in ids:
+            hits = [f for f in folders if f.name == want or f.name.startswith(want + "_")
+                    or f.name.split("_", 1)[0] == want]
+            if not hits:
+                raise CaseError(f"no case {want!r} under {root}; `kport corpus list` shows them")
+            chosen += hits
+        folders = chosen
+    return [load_case(f) for f in folders]

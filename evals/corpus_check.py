@@ -1,0 +1,247 @@
+"""Check corpus cases: the CUDA kernel in cuda_sim against its Python reference (when it has
+one), and the Metal port in metal_sim against the oracle, at every size set and several seeds.
+
+The oracle is the Python reference when the case names one, else the CUDA kernel run in
+cuda_sim. Inputs are fresh per seed; a run with simulator findings fails even when the numbers
+happen to match.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from evals.cases import CaseError, CaseSpec, evaluate
+from runners.dtypes import DTYPES, Tensor, to_mx
+
+
+@dataclass
+class Outcome:
+    """One (case, size set, seed) check."""
+
+    case: str
+    sizes: dict[str, int]
+    seed: int
+    cuda: str = "-"  # ok | FAIL | ran (no reference to compare with) | error
+    metal: str = "-"  # ok | FAIL | no port
+    max_err: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.cuda in ("ok", "ran") and self.metal in ("ok", "no port")
+
+
+def _bf16_bits(a: np.ndarray) -> np.ndarray:
+    bits = a.astype(np.float32).view(np.uint32).astype(np.uint64)
+    return (((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF).astype(np.uint16)
+
+
+def as_float(a: np.ndarray, dtype: str) -> np.ndarray:
+    """Values of a stored array as float64 (bfloat16 is stored as uint16 bits)."""
+    if dtype == "bfloat16":
+        return (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return a.astype(np.float64)
+
+
+def make_inputs(case: CaseSpec, sizes: dict[str, int], seed: int) -> dict:
+    """Every argument's initial value for one size set and seed, in storage dtypes."""
+    rng = np.random.default_rng(seed)
+    values = {}
+    for arg in case.args:
+        storage = np.dtype(DTYPES[arg.dtype][0])
+        where = f"{case.folder / 'case.toml'}: args.{arg.name}"
+        if arg.role == "scalar":
+            v = evaluate(arg.value, sizes, where + ".value")
+            values[arg.name] = storage.type(v)
+            continue
+        shape = tuple(int(evaluate(s, sizes, where + ".shape")) for s in arg.shape)
+        kind, *params = arg.init.split(":")
+        if kind == "normal":
+            data = rng.standard_normal(shape) * (float(params[0]) if params else 1.0)
+        elif kind == "uniform":
+            lo, hi = (float(params[0]), float(params[1])) if params else (0.0, 1.0)
+            data = rng.uniform(lo, hi, shape)
+        elif kind == "randint":
+            data = rng.integers(int(params[0]), int(params[1]), shape)
+        elif kind == "arange":
+            data = np.arange(int(np.prod(shape))).reshape(shape)
+        else:
+            data = np.full(shape, 1 if kind == "ones" else 0)
+        values[arg.name] = _bf16_bits(data) if arg.dtype == "bfloat16" else data.astype(storage)
+    return values
+
+
+def run_cuda(case: CaseSpec, sizes: dict[str, int], inputs: dict):
+    """Run the CUDA kernel in cuda_sim; returns (outputs by name, record)."""
+    from runners.cuda_sim import RawKernel
+
+    where = f"{case.folder / 'case.toml'}: cuda"
+    args = [v.copy() if isinstance(v, np.ndarray) else v for v in inputs.values()]
+    kernel = RawKernel((case.folder / case.cuda.source).read_text(), case.cuda.kernel,
+                       options=(f"-I{case.folder}",), filename=case.cuda.source)
+    grid = [int(evaluate(g, sizes, where + ".grid")) for g in case.cuda.grid]
+    block = [int(evaluate(b, sizes, where + ".block")) for b in case.cuda.block]
+    smem = int(evaluate(case.cuda.shared_mem, sizes, where + ".shared_mem"))
+    record = kernel.launch(grid, block, args, shared_mem=smem)
+    outs = {a.name: v for a, v in zip(case.args, args, strict=True) if a.role in ("out", "inout")}
+    return outs, record
+
+
+def run_reference(case: CaseSpec, sizes: dict[str, int], inputs: dict) -> dict:
+    """The case's Python reference: ``fn(inputs, sizes) -> {output name: array}``."""
+    file, fn = case.check.reference.split(":")
+    path = case.folder / file
+    spec = importlib.util.spec_from_file_location(f"kport_ref_{case.id}", path)
+    if not spec or not path.is_file():
+        raise CaseError(f"{case.folder / 'case.toml'}: check.reference: {file} not found")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    copies = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
+    return getattr(module, fn)(copies, dict(sizes))
+
+
+def _template(case: CaseSpec, sizes: dict[str, int]) -> list[tuple[str, object]]:
+    import mlx.core as mx
+
+    out = []
+    for name, value in case.metal.template.items():
+        if isinstance(value, str) and value in DTYPES:
+            value = getattr(mx, value)
+        elif isinstance(value, str):
+            value = int(evaluate(value, sizes, f"{case.folder / 'case.toml'}: metal.template"))
+        out.append((name, value))
+    return out
+
+
+def run_metal(case: CaseSpec, sizes: dict[str, int], inputs: dict):
+    """Run the Metal port in metal_sim; returns (outputs by argument name, record)."""
+    import mlx.core as mx
+
+    from runners.metal_sim import metal_kernel
+
+    m, where = case.metal, f"{case.folder / 'case.toml'}: metal"
+    by_name = {a.name: a for a in case.args}
+    tensors = [to_mx(Tensor(np.asarray(inputs[n]), by_name[n].dtype)) for n in m.inputs]
+    out_args = [by_name[o] if o in by_name else by_name[o.removesuffix("_out")]
+                for o in m.outputs]
+    shapes = [tuple(int(evaluate(s, sizes, where + ".outputs")) for s in a.shape)
+              for a in out_args]
+    header = (case.folder / m.header).read_text() if m.header else ""
+    kernel = metal_kernel(case.id.split("_", 1)[-1], m.inputs, m.outputs,
+                          (case.folder / m.source).read_text(), header,
+                          atomic_outputs=m.atomic_outputs)
+    record = kernel.launch(
+        inputs=tensors, output_shapes=shapes,
+        output_dtypes=[getattr(mx, a.dtype) for a in out_args],
+        grid=tuple(int(evaluate(g, sizes, where + ".grid")) for g in m.grid) + (1,) * (
+            3 - len(m.grid)),
+        threadgroup=tuple(int(evaluate(t, sizes, where + ".threadgroup"))
+                          for t in m.threadgroup) + (1,) * (3 - len(m.threadgroup)),
+        template=_template(case, sizes) or None, init_value=m.init_value)
+    outs = {}
+    for a, arr in zip(out_args, record.outputs, strict=False):
+        outs[a.name] = np.array(arr.view(mx.uint16)) if a.dtype == "bfloat16" else np.array(arr)
+    return outs, record
+
+
+def compare(case: CaseSpec, want: dict, got: dict) -> tuple[bool, float, str]:
+    """All of ``want``'s outputs matched within the case tolerances? (ok, max error, why)."""
+    by_name = {a.name: a for a in case.args}
+    worst = 0.0
+    for name, expected in want.items():
+        if name not in got:
+            return False, worst, f"output {name!r} missing"
+        dtype = by_name[name].dtype if name in by_name else "float32"
+        e, g = as_float(np.asarray(expected), dtype), as_float(np.asarray(got[name]), dtype)
+        if e.shape != g.shape and e.size == g.size:
+            g = g.reshape(e.shape)
+        if e.shape != g.shape:
+            return False, worst, f"{name}: shape {g.shape}, expected {e.shape}"
+        if np.isnan(g).any() and not np.isnan(e).any():
+            return False, worst, f"{name}: NaN in the result (an unwritten output?)"
+        diff = np.abs(e - g)
+        worst = max(worst, float(np.nanmax(diff, initial=0.0)))
+        bad = ~np.isclose(g, e, rtol=case.check.rtol, atol=case.check.atol, equal_nan=True)
+        if bad.any():
+            first = np.unravel_index(np.argmax(bad), bad.shape)
+            return False, worst, (f"{name}: {int(bad.sum())} of {bad.size} elements differ, "
+                                  f"first at {tuple(int(i) for i in first)}: "
+                                  f"{g[first]:.6g} vs {e[first]:.6g}")
+    return True, worst, ""
+
+
+def check_case(case: CaseSpec, seeds: int | None = None) -> list[Outcome]:
+    """Check one case at every size set and seed."""
+    results = []
+    for sizes in case.size_sets():
+        for seed in range(seeds or case.check.seeds):
+            results.append(_check_one(case, sizes, seed))
+    return results
+
+
+def _findings_text(record) -> str:
+    if not record.compiled:
+        return "compile error: " + "; ".join(str(d) for d in record.diagnostics[:3])
+    return "; ".join(str(f) for f in record.findings[:3])
+
+
+def _check_one(case: CaseSpec, sizes: dict[str, int], seed: int) -> Outcome:
+    out = Outcome(case.id, sizes, seed)
+    inputs = make_inputs(case, sizes, seed)
+    cuda_out, cuda_run = run_cuda(case, sizes, inputs)
+    if not cuda_run.ok:
+        out.cuda = "error"
+        out.notes.append("cuda: " + _findings_text(cuda_run))
+    if case.check.reference == "cuda":
+        oracle = cuda_out if cuda_run.ok else None
+        if cuda_run.ok:
+            out.cuda = "ran"
+    else:
+        oracle = run_reference(case, sizes, inputs)
+        if cuda_run.ok:
+            ok, err, why = compare(case, oracle, cuda_out)
+            out.cuda = "ok" if ok else "FAIL"
+            out.max_err = err
+            if why:
+                out.notes.append(f"cuda: {why}")
+    if case.metal is None:
+        out.metal = "no port"
+        return out
+    if oracle is None:
+        out.metal = "FAIL"
+        out.notes.append("metal: no oracle (the CUDA kernel failed)")
+        return out
+    metal_out, metal_run = run_metal(case, sizes, inputs)
+    if not metal_run.ok:
+        out.metal = "FAIL"
+        out.notes.append("metal: " + _findings_text(metal_run))
+        return out
+    ok, err, why = compare(case, oracle, metal_out)
+    out.metal = "ok" if ok else "FAIL"
+    out.max_err = max(out.max_err, err)
+    if why:
+        out.notes.append(f"metal: {why}")
+    return out
+
+
+def case_features(case: CaseSpec) -> list[str]:
+    """What a case exercises, read from its CUDA source and launch (for `kport corpus list`)."""
+    text = (case.folder / case.cuda.source).read_text()
+    probes = {
+        "shared memory": r"__shared__", "dynamic shared": r"extern\s+__shared__",
+        "warp shuffles": r"__shfl", "warp votes": r"__ballot|__any_sync|__all_sync",
+        "atomics": r"\batomic\w+\(", "templates": r"\btemplate\s*<", "half": r"__half|half2",
+        "bfloat16": r"bfloat16", "barriers": r"__syncthreads", "tensor cores": r"wmma|mma",
+        "cooperative groups": r"cooperative_groups",
+    }
+    import re
+
+    found = [name for name, pattern in probes.items() if re.search(pattern, text)]
+    if case.metal:
+        port = (case.folder / case.metal.source).read_text()
+        if "simdgroup_matrix" in port or "simdgroup_float8x8" in port:
+            found.append("simdgroup_matrix port")
+    return found
