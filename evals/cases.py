@@ -195,9 +195,9 @@ def load_case(folder: Path) -> CaseSpec:
     try:
         case = CaseSpec(**data, folder=path.parent)
     except ValidationError as err:
-        first = err.errors()[0]
-        key = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise CaseError(f"{path}: key `{key}`: {first['msg']}") from None
+        problems = [f"key `{'.'.join(str(p) for p in e['loc']) or '(top level)'}`: {e['msg']}"
+                    for e in err.errors()[:3]]
+        raise CaseError(f"{path}: " + "; ".join(problems)) from None
     if case.id != path.parent.name:
         raise CaseError(f"{path}: key `id`: {case.id!r} must equal the folder name "
                         f"{path.parent.name!r}")

@@ -31,14 +31,47 @@ DTYPES: dict[str, tuple[str, str]] = {
 
 @dataclass
 class Tensor:
-    """An array as the runners see it: raw storage plus the logical dtype name."""
+    """An array as the runners see it: raw storage plus the logical dtype name.
+
+    ``view`` is set for a strided view kept as it is (MLX's ensure_row_contiguous=False):
+    (shape, strides in elements); ``data`` then holds the memory span the view covers."""
 
     data: np.ndarray
     dtype: str
+    view: tuple[tuple[int, ...], tuple[int, ...]] | None = None
 
     @property
     def type_string(self) -> str:
         return DTYPES[self.dtype][1]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.view[0] if self.view else self.data.shape
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Strides in elements."""
+        if self.view:
+            return self.view[1]
+        return tuple(s // max(self.data.itemsize, 1) for s in self.data.strides)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+
+def strided_view(a: np.ndarray, name: str) -> Tensor:
+    """A non-contiguous numpy view as MLX passes it with ensure_row_contiguous=False: the memory
+    it spans, from its first element, and its strides (0 for broadcast dimensions)."""
+    if a.flags.c_contiguous or a.size == 0 or any(s < 0 or s % a.itemsize for s in a.strides):
+        return Tensor(_contiguous(a), name)  # negative/odd strides: MLX has none; copy
+    span = 1 + sum((n - 1) * (s // a.itemsize) for n, s in zip(a.shape, a.strides, strict=True))
+    memory = np.lib.stride_tricks.as_strided(a, shape=(span,), strides=(a.itemsize,)).copy()
+    return Tensor(memory, name, (a.shape, tuple(s // a.itemsize for s in a.strides)))
 
 
 def dtype_name(dtype) -> str:
@@ -55,9 +88,12 @@ def dtype_name(dtype) -> str:
     return text
 
 
-def to_tensor(value) -> Tensor:
+def to_tensor(value, keep_strides: bool = False) -> Tensor:
     """An mx.array, numpy array or Python scalar as a Tensor (Python scalars as MLX converts
-    them: int -> int32, or int64 when out of range; float -> float32; bool -> bool)."""
+    them: int -> int32, or int64 when out of range; float -> float32; bool -> bool).
+
+    ``keep_strides``: a non-contiguous numpy view keeps its layout (see strided_view). mx.arrays
+    expose no strides in Python, so they always arrive row-contiguous (a documented gap)."""
     if isinstance(value, bool):
         return Tensor(np.array(value, dtype=np.bool_), "bool")
     if isinstance(value, int):
@@ -67,6 +103,8 @@ def to_tensor(value) -> Tensor:
     if isinstance(value, float):
         return Tensor(np.array(value, dtype=np.float32), "float32")
     if isinstance(value, np.ndarray):
+        if keep_strides:
+            return strided_view(value, dtype_name(value.dtype))
         return Tensor(_contiguous(value), dtype_name(value.dtype))
     if type(value).__module__.startswith("mlx"):
         import mlx.core as mx

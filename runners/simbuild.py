@@ -101,6 +101,20 @@ def shim_digest() -> str:
     return h.hexdigest()
 
 
+@functools.lru_cache(maxsize=1)
+def cpu_id() -> str:
+    """The host CPU's model and features: builds target the native CPU (zig's default), so a
+    home shared between machines must not reuse them across CPUs."""
+    import platform
+
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+        lines = [ln for ln in info.splitlines() if ln.startswith(("model name", "flags"))][:2]
+    except OSError:
+        lines = []
+    return platform.machine() + "|" + "|".join(lines)
+
+
 def _key(*parts: str) -> str:
     h = hashlib.sha256()
     for part in parts:
@@ -132,7 +146,7 @@ def host_executable(settings: Settings | None = None) -> Path:
     """The simulator host, built once per compiler and runtime version."""
     settings = settings or load_settings()
     compiler = find_compiler(settings.cxx)
-    key = _key(shim_digest(), compiler.describe(), *HOST_FLAGS)
+    key = _key(shim_digest(), compiler.describe(), cpu_id(), *HOST_FLAGS)
     exe = settings.build_cache_dir / f"host-{key}" / "kport-simhost"
     if exe.is_file():
         return exe
@@ -153,7 +167,7 @@ def build_kernel(tu: str, *, checked: bool, dialect: str = "metal",
     if dialect == "cuda":
         # PTX cvt saturates out-of-range float->int casts and maps NaN to 0; so does this.
         flags += [f"-I{CUDA_SYSINCLUDE}", "-fno-strict-float-cast-overflow"]
-    key = _key(tu, shim_digest(), compiler.describe(), *flags)
+    key = _key(tu, shim_digest(), compiler.describe(), cpu_id(), *flags)
     folder = settings.build_cache_dir / key[:2] / key
     library, failed = folder / "kernel.so", folder / "failed.log"
     start = time.perf_counter()

@@ -118,8 +118,7 @@ class RawKernel:
 
     def _source(self) -> str:
         code = self.code
-        include_dirs = [o[2:] if o != "-I" else None for o in self.options if o.startswith("-I")]
-        for folder in filter(None, include_dirs):
+        for folder in include_dirs(self.options):
             code = _inline_includes(code, Path(folder), self.filename)
         return code
 
@@ -203,6 +202,21 @@ class RawModule:
         if "<" in name and self.name_expressions and name not in self.name_expressions:
             raise ValueError(f"{name!r} is not among name_expressions {self.name_expressions}")
         return RawKernel(self.code, name, self.options, filename=self.filename)
+
+
+def include_dirs(options) -> list[str]:
+    """Folders of ``-Idir``, ``-I dir``, ``--include-path=dir`` and ``--include-path dir``
+    (NVRTC/CuPy spellings); other options are ignored, as the simulator needs none of them."""
+    options, found = list(options), []
+    for i, opt in enumerate(options):
+        nxt = options[i + 1] if i + 1 < len(options) else None
+        if opt in ("-I", "--include-path") and nxt:
+            found.append(nxt)
+        elif opt.startswith("--include-path="):
+            found.append(opt.split("=", 1)[1])
+        elif opt.startswith("-I") and len(opt) > 2:
+            found.append(opt[2:])
+    return found
 
 
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"[ \t]*$', re.M)

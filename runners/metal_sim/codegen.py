@@ -114,7 +114,7 @@ def kernel_name(name: str, template, inputs: list[Tensor], out_types: list[str])
         hashed = template_string(template).replace("<", "_").replace(">", "_").replace(", ", "_")
         out += "_" + hashed[:-1]  # MLX 0.32 joins with "_", hence "name__1_3_..."
     for t in inputs:
-        suffix = "s" if t.data.ndim == 0 else ("c" if t.data.size < MAX_CONSTANT_ARRAY_SIZE else "")
+        suffix = "s" if t.ndim == 0 else ("c" if t.size < MAX_CONSTANT_ARRAY_SIZE else "")
         out += f"_{t.type_string}{suffix}"
     for ty in out_types:
         out += f"_{ty}"
@@ -138,13 +138,13 @@ def signature(func: str, header: str, source: str, input_names, inputs: list[Ten
     text += f"[[kernel]] void {func}(\n"
     index = 0
     for name, t in zip(input_names, inputs, strict=True):
-        location = "constant" if t.data.size < MAX_CONSTANT_ARRAY_SIZE else "device"
-        ref = "&" if t.data.ndim == 0 else "*"
+        location = "constant" if t.size < MAX_CONSTANT_ARRAY_SIZE else "device"
+        ref = "&" if t.ndim == 0 else "*"
         text += f"  const {location} {t.type_string}{ref} {name} [[buffer({index})]],\n"
         params.append(Param(name, t.type_string, "input_ref" if ref == "&" else "input",
                             location == "constant"))
         index += 1
-        if t.data.ndim > 0:
+        if t.ndim > 0:
             has_shape, has_strides, has_ndim = shape_flags(source, name)
             if has_shape:
                 text += f"  const constant int* {name}_shape [[buffer({index})]],\n"

@@ -147,7 +147,7 @@ class MetalKernel:
         if len(output_dtypes) != len(self.output_names):
             raise ValueError(f"[metal_kernel] Expected `output_dtypes` to have size "
                              f"{len(self.output_names)} but got size {len(output_dtypes)}.")
-        tensors = [to_tensor(x) for x in inputs]
+        tensors = [to_tensor(x, keep_strides=not self.ensure_row_contiguous) for x in inputs]
         out_names = [dtype_name(d) for d in output_dtypes]
         out_types = [codegen.dtype_spelling(n) for n in out_names]
         template = _template_values(template)
@@ -197,11 +197,11 @@ class MetalKernel:
             if p.kind == "output":
                 args.append(BufferArg(p.name, outs[p.name].data, "out"))
                 continue
-            base = by_name[p.name.rsplit("_", 1)[0]].data
+            base = by_name[p.name.rsplit("_", 1)[0]]
             if p.kind == "shape":
                 data = np.array(base.shape, np.int32)
             elif p.kind == "strides":
-                data = np.array([s // base.itemsize for s in base.strides], np.int64)
+                data = np.array(base.strides, np.int64)
             else:
                 data = np.array([base.ndim], np.int32)
             args.append(BufferArg(p.name, data, "in"))

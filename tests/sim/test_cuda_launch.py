@@ -169,3 +169,12 @@ def test_nested_include_and_template_from_header(tmp_path):
     v = np.arange(16, dtype=np.int32)
     module.get_function("scale<7>")((1,), (16,), (v,))
     np.testing.assert_array_equal(v, 7 * np.arange(16))
+
+
+@pytest.mark.parametrize("options", [("-I{d}",), ("-I", "{d}"), ("--include-path={d}",),
+                                     ("--include-path", "{d}")])
+def test_include_path_option_spellings(tmp_path, options):
+    from runners.cuda_sim import include_dirs
+
+    opts = tuple(o.format(d=tmp_path) for o in options)
+    assert include_dirs(opts) == [str(tmp_path)]

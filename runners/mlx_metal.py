@@ -1,0 +1,168 @@
+"""mlx_metal: run `metal_kernel` bodies on a real Apple GPU through MLX, with metal_sim's surface.
+
+``metal_kernel(...)`` returns an object that is called exactly like the one
+``mx.fast.metal_kernel`` returns (it delegates), and whose ``.launch(...)`` returns an MlxRun
+record for harnesses: a kernel MLX cannot build is ``compiled=False`` with MLX's error text as
+its diagnostic, not an exception. ``benchmark`` times a kernel on fresh inputs.
+
+Importing this module works on any machine; MLX's Metal back-end is only touched when a kernel
+runs, and ``available()`` says whether this machine can run one (Apple Silicon with Metal).
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from runners.dtypes import DTYPES, Tensor, dtype_name, to_tensor
+from runners.metal_sim import codegen
+from runners.simbuild import Diagnostic
+from runners.simhost import Finding
+
+NEEDS_METAL = ("mlx_metal needs Apple Silicon with Metal (mx.metal.is_available() is False "
+               "here); run kernels in runners.metal_sim on this machine instead")
+# MLX raises these, at evaluation time, when the Metal compiler or pipeline rejects a kernel.
+_BUILD_ERRORS = ("Unable to build metal library", "Unable to load function",
+                 "Unable to load kernel", "Unable to build compute pipeline")
+
+
+@functools.lru_cache(maxsize=1)
+def available() -> bool:
+    """True when MLX can run Metal kernels here (``mlx.core.metal.is_available()``)."""
+    import mlx.core as mx
+
+    return bool(mx.metal.is_available())
+
+
+def _require_metal() -> None:
+    if not available():
+        raise RuntimeError(NEEDS_METAL)
+
+
+@dataclass
+class MlxRun:
+    """Record of one launch on the GPU: compiled or not, outputs, the generated source.
+
+    ``findings`` is always empty: real hardware has no sanitizer, so out-of-bounds accesses,
+    races and divergent barriers go unreported here; metal_sim is where those are found.
+    """
+
+    compiled: bool
+    outputs: list = field(default_factory=list)  # evaluated mx.array per output
+    findings: list[Finding] = field(default_factory=list)
+    # MLX's message names lines of its own program (its prelude + this source), not the user's.
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    source: str = ""  # the text MLX compiles (prelude excluded), as metal_sim reconstructs it
+    kernel_s: float = 0.0  # wall time of the call plus evaluation, compile included
+
+    @property
+    def ok(self) -> bool:
+        return self.compiled and not self.findings
+
+
+def _shape_only(value) -> Tensor:
+    """A Tensor with the dtype, shape and size of ``value`` and no copy of its data."""
+    if isinstance(value, (bool, int, float)):
+        return to_tensor(value)
+    name = dtype_name(value.dtype)
+    return Tensor(np.broadcast_to(np.zeros((), DTYPES[name][0]), tuple(value.shape)), name)
+
+
+class MlxMetalKernel:
+    """What ``metal_kernel(...)`` returns: call it like the MLX kernel object."""
+
+    def __init__(self, name, input_names, output_names, source, header="",
+                 ensure_row_contiguous=True, atomic_outputs=False, compile_options=None):
+        import mlx.core as mx
+
+        self.name, self.source, self.header = name, source, header
+        self.input_names, self.output_names = list(input_names), list(output_names)
+        self.atomic_outputs = atomic_outputs
+        self._kernel = mx.fast.metal_kernel(
+            name=name, input_names=self.input_names, output_names=self.output_names,
+            source=source, header=header, ensure_row_contiguous=ensure_row_contiguous,
+            atomic_outputs=atomic_outputs, compile_options=compile_options)
+
+    def __call__(self, **kwargs):
+        """Exactly MLX's kernel call: returns a list of (lazy) mx.array; MLX's errors raise."""
+        return self._kernel(**kwargs)
+
+    def generated_source(self, inputs, output_dtypes, template=None) -> str:
+        """The kernel text MLX generates for these inputs (prelude excluded), via metal_sim's
+        mirror of MLX's code generator."""
+        tensors = [_shape_only(x) for x in inputs]
+        out_types = [codegen.dtype_spelling(dtype_name(d)) for d in output_dtypes]
+        values = [(n, v if isinstance(v, (bool, int)) else codegen.dtype_spelling(dtype_name(v)))
+                  for n, v in template or []]
+        func = codegen.kernel_name(self.name, values, tensors, out_types)
+        text, _ = codegen.signature(func, self.header, self.source, self.input_names, tensors,
+                                    self.output_names, out_types, values, self.atomic_outputs)
+        return text + codegen.instantiation(func, values)
+
+    def launch(self, **kwargs) -> MlxRun:
+        """Run once and wait for the GPU; returns an MlxRun.
+
+        A kernel the Metal compiler rejects gives ``compiled=False``; MLX's argument errors
+        (ValueError) and a machine without Metal (RuntimeError) raise, as they are the caller's.
+        """
+        import mlx.core as mx
+
+        _require_metal()
+        source = self.generated_source(kwargs.get("inputs", []), kwargs.get("output_dtypes", []),
+                                       kwargs.get("template"))
+        start = time.perf_counter()
+        try:
+            outputs = self._kernel(**kwargs)
+            mx.eval(outputs)  # MLX compiles lazily: build errors surface here
+        except RuntimeError as err:
+            text = str(err)
+            if not any(marker in text for marker in _BUILD_ERRORS):
+                raise
+            return MlxRun(False, diagnostics=[Diagnostic(self.name, 0, 0, "error", text)],
+                          source=source)
+        return MlxRun(True, outputs=list(outputs), source=source,
+                      kernel_s=time.perf_counter() - start)
+
+
+def metal_kernel(name, input_names, output_names, source, header="", ensure_row_contiguous=True,
+                 atomic_outputs=False, compile_options=None) -> MlxMetalKernel:
+    """Same signature as ``mx.fast.metal_kernel`` of MLX 0.32; returns an MlxMetalKernel.
+
+    Building the object compiles nothing (MLX compiles at the first evaluation), so this works
+    on any machine; calling or launching the kernel needs Metal."""
+    return MlxMetalKernel(name, input_names, output_names, source, header,
+                          ensure_row_contiguous, atomic_outputs, compile_options)
+
+
+def benchmark(kernel: Callable, make_inputs: Callable[[], list], *, warmup: int = 3,
+              reps: int = 20, **launch_kwargs) -> dict:
+    """Time ``kernel(inputs=make_inputs(), **launch_kwargs)`` on the GPU; ``kernel`` is what
+    ``metal_kernel`` returns (or any callable taking MLX's kernel arguments).
+
+    After ``warmup`` untimed runs (compile and caches), each of ``reps`` runs gets fresh inputs,
+    evaluated before the clock starts so their making is not timed; the timed region holds the
+    call and ``mx.eval`` of its outputs, so the GPU work is inside it. Returns
+    ``{"median_s", "min_s", "reps"}``. Raises RuntimeError without Metal, ValueError for
+    ``reps < 1``, and whatever MLX raises for a kernel that does not build.
+    """
+    import mlx.core as mx
+
+    _require_metal()
+    if reps < 1 or warmup < 0:
+        raise ValueError(f"benchmark needs reps >= 1 and warmup >= 0, got {reps} and {warmup}")
+    times = []
+    for index in range(warmup + reps):
+        inputs = make_inputs()
+        mx.eval([x for x in inputs if isinstance(x, mx.array)])
+        mx.synchronize()  # nothing queued before may finish inside the timed region
+        start = time.perf_counter()
+        mx.eval(kernel(inputs=inputs, **launch_kwargs))
+        elapsed = time.perf_counter() - start
+        if index >= warmup:
+            times.append(elapsed)
+    return {"median_s": statistics.median(times), "min_s": min(times), "reps": reps}

@@ -1,0 +1,19 @@
+"""Every bundled corpus case passes its checks in the simulators (as `kport corpus check`)."""
+
+import pytest
+
+from evals.cases import discover
+from evals.corpus_check import check_case
+
+CASES = discover()
+
+
+def test_the_corpus_is_not_empty():
+    assert CASES, "corpus/cases holds no case"
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_case_passes(case):
+    failed = [o for o in check_case(case, seeds=1) if not o.ok]
+    assert not failed, "; ".join(f"{o.sizes} seed {o.seed}: cuda={o.cuda} metal={o.metal} "
+                                 f"{' | '.join(o.notes)}" for o in failed)
