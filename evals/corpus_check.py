@@ -74,6 +74,15 @@ def make_inputs(case: CaseSpec, sizes: dict[str, int], seed: int) -> dict:
     return values
 
 
+def launch_dims(exprs, sizes: dict[str, int], where: str) -> list[int]:
+    """Evaluated grid/block dimensions; CaseError naming the key when one is not positive."""
+    dims = [int(evaluate(e, sizes, where)) for e in exprs]
+    if min(dims) < 1:
+        raise CaseError(f"{where}: {list(exprs)} gives {dims} at sizes {sizes}; every "
+                        "dimension must be at least 1")
+    return dims
+
+
 def run_cuda(case: CaseSpec, sizes: dict[str, int], inputs: dict):
     """Run the CUDA kernel in cuda_sim; returns (outputs by name, record)."""
     from runners.cuda_sim import RawKernel
@@ -82,8 +91,8 @@ def run_cuda(case: CaseSpec, sizes: dict[str, int], inputs: dict):
     args = [v.copy() if isinstance(v, np.ndarray) else v for v in inputs.values()]
     kernel = RawKernel((case.folder / case.cuda.source).read_text(), case.cuda.kernel,
                        options=(f"-I{case.folder}",), filename=case.cuda.source)
-    grid = [int(evaluate(g, sizes, where + ".grid")) for g in case.cuda.grid]
-    block = [int(evaluate(b, sizes, where + ".block")) for b in case.cuda.block]
+    grid = launch_dims(case.cuda.grid, sizes, where + ".grid")
+    block = launch_dims(case.cuda.block, sizes, where + ".block")
     smem = int(evaluate(case.cuda.shared_mem, sizes, where + ".shared_mem"))
     record = kernel.launch(grid, block, args, shared_mem=smem)
     outs = {a.name: v for a, v in zip(case.args, args, strict=True) if a.role in ("out", "inout")}
@@ -136,10 +145,9 @@ def run_metal(case: CaseSpec, sizes: dict[str, int], inputs: dict):
     record = kernel.launch(
         inputs=tensors, output_shapes=shapes,
         output_dtypes=[getattr(mx, a.dtype) for a in out_args],
-        grid=tuple(int(evaluate(g, sizes, where + ".grid")) for g in m.grid) + (1,) * (
-            3 - len(m.grid)),
-        threadgroup=tuple(int(evaluate(t, sizes, where + ".threadgroup"))
-                          for t in m.threadgroup) + (1,) * (3 - len(m.threadgroup)),
+        grid=tuple(launch_dims(m.grid, sizes, where + ".grid")) + (1,) * (3 - len(m.grid)),
+        threadgroup=tuple(launch_dims(m.threadgroup, sizes, where + ".threadgroup"))
+        + (1,) * (3 - len(m.threadgroup)),
         template=_template(case, sizes) or None, init_value=m.init_value)
     outs = {}
     for a, arr in zip(out_args, record.outputs, strict=False):
@@ -178,7 +186,10 @@ def check_case(case: CaseSpec, seeds: int | None = None) -> list[Outcome]:
     results = []
     for sizes in case.size_sets():
         for seed in range(seeds or case.check.seeds):
-            results.append(_check_one(case, sizes, seed))
+            try:
+                results.append(_check_one(case, sizes, seed))
+            except CaseError as err:  # a bad case is a failed check, reported with the rest
+                results.append(Outcome(case.id, sizes, seed, "error", "-", notes=[str(err)]))
     return results
 
 
@@ -234,7 +245,7 @@ def case_features(case: CaseSpec) -> list[str]:
         "shared memory": r"__shared__", "dynamic shared": r"extern\s+__shared__",
         "warp shuffles": r"__shfl", "warp votes": r"__ballot|__any_sync|__all_sync",
         "atomics": r"\batomic\w+\(", "templates": r"\btemplate\s*<", "half": r"__half|half2",
-        "bfloat16": r"bfloat16", "barriers": r"__syncthreads", "tensor cores": r"wmma|mma",
+        "bfloat16": r"bfloat16", "barriers": r"__syncthreads", "tensor cores": r"\bwmma\b|\bmma_sync\b|\bmma\.sync",
         "cooperative groups": r"cooperative_groups",
     }
     import re

@@ -1,32 +1,72 @@
-"""Simulator fidelity: run the conformance cases in cuda_sim and on a real NVIDIA GPU, compare.
+"""Simulator fidelity: run the conformance cases and the corpus's CUDA kernels in cuda_sim and
+on a real NVIDIA GPU, and compare.
 
     python -m evals.fidelity sim DIR      # here: inputs + cuda_sim outputs -> DIR/sim.npz
     python -m evals.fidelity gpu DIR      # on the GPU machine: same inputs -> DIR/gpu.npz
     python -m evals.fidelity table DIR    # the agreement table (markdown) for docs/fidelity.md
 
-Inputs are generated once (seeds 1 and 2) and carried to the GPU, so both sides see the same
-bytes. A disagreement is a simulator bug until shown otherwise.
+Inputs are generated once (conformance: seeds 1 and 2; corpus: seed 0 at the default sizes and
+at the first variant) and carried to the GPU, so both sides see the same bytes. A disagreement
+is a simulator bug until shown otherwise.
 """
 
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from evals.conformance import CASES, run_case
+from evals.conformance import CASES
 
 SEEDS = (1, 2)
 
 
-def _key(case, seed, index):
-    return f"{case.name}/{seed}/{index}"
+@dataclass
+class Run:
+    """One kernel launch to compare: what to compile, how to launch, fresh arguments."""
+
+    name: str
+    seed: int
+    code: str
+    kernel: str
+    grid: tuple
+    block: tuple
+    shared_mem: int
+    options: tuple
+    args: list
+    rtol: float
+    atol: float
+
+
+def runs() -> list[Run]:
+    """The conformance cases, then every corpus case at its default and first variant sizes."""
+    from evals.cases import discover, evaluate
+    from evals.corpus_check import make_inputs
+
+    out = [Run(c.name, seed, c.code, c.kernel, c.grid, c.block, c.shared_mem, (),
+               c.make(np.random.default_rng(seed)), c.rtol, c.atol)
+           for c in CASES for seed in SEEDS]
+    for case in discover():
+        for label, sizes in zip(("default", "variant"), case.size_sets()[:2], strict=False):
+            grid = tuple(int(evaluate(x, sizes)) for x in case.cuda.grid)
+            block = tuple(int(evaluate(x, sizes)) for x in case.cuda.block)
+            out.append(Run(f"{case.id}@{label}", 0, (case.folder / case.cuda.source).read_text(),
+                           case.cuda.kernel, grid, block,
+                           int(evaluate(case.cuda.shared_mem, sizes)), (f"-I{case.folder}",),
+                           list(make_inputs(case, sizes, 0).values()), case.check.rtol,
+                           case.check.atol))
+    return out
+
+
+def _key(run, index):
+    return f"{run.name}/{run.seed}/{index}"
 
 
 def run_side(folder: Path, side: str) -> None:
-    """Run every case on one side ("sim" or "gpu"), saving outputs and per-case notes."""
+    """Run every launch on one side ("sim" or "gpu"), saving outputs and per-run notes."""
     if side == "sim":
         from runners.cuda_sim import RawKernel
     else:
@@ -35,26 +75,24 @@ def run_side(folder: Path, side: str) -> None:
     inputs_file = folder / "inputs.npz"
     stored = dict(np.load(inputs_file)) if inputs_file.is_file() else {}
     outputs, notes = {}, {}
-    for case in CASES:
-        for seed in SEEDS:
-            args = case.make(np.random.default_rng(seed))
-            for i, a in enumerate(args):
-                key = _key(case, seed, i)
-                if key in stored and isinstance(a, np.ndarray):
-                    args[i] = stored[key].copy()
-                elif isinstance(a, np.ndarray):
-                    stored[key] = a.copy()
-            inputs, after, record = run_case(case, RawKernel, args=args)
-            for i, a in enumerate(after):
-                if isinstance(a, np.ndarray):
-                    outputs[_key(case, seed, i)] = a
-            notes[f"{case.name}/{seed}"] = {
-                "ok": bool(record.ok),
-                "findings": [str(f) for f in getattr(record, "findings", [])],
-                "error": getattr(record, "error", ""),
-            }
-            print(f"{side} {case.name} seed {seed}: {'ok' if record.ok else 'NOT OK'}",
-                  flush=True)
+    for run in runs():
+        args = run.args
+        for i, a in enumerate(args):
+            if isinstance(a, np.ndarray):
+                args[i] = stored.setdefault(_key(run, i), a).copy()
+        kernel = RawKernel(run.code, run.kernel, options=run.options)
+        record = kernel.launch(run.grid, run.block, args, shared_mem=run.shared_mem)
+        for i, a in enumerate(args):
+            if isinstance(a, np.ndarray):
+                outputs[_key(run, i)] = a
+        notes[f"{run.name}/{run.seed}"] = {
+            "ok": bool(record.ok),
+            "findings": [str(f) for f in getattr(record, "findings", [])],
+            "error": getattr(record, "error", "") or "; ".join(
+                str(d) for d in getattr(record, "diagnostics", [])[:2]),
+        }
+        print(f"{side} {run.name} seed {run.seed}: {'ok' if record.ok else 'NOT OK'}",
+              flush=True)
     if side == "sim":
         np.savez(inputs_file, **stored)
     np.savez(folder / f"{side}.npz", **outputs)
@@ -77,31 +115,31 @@ def table(folder: Path) -> str:
     sim, gpu = np.load(folder / "sim.npz"), np.load(folder / "gpu.npz")
     sim_notes = json.loads((folder / "sim.json").read_text())
     gpu_notes = json.loads((folder / "gpu.json").read_text())
-    rows = ["| case | seed | outputs bit-identical | max abs diff | within case tolerance "
+    rows = ["| kernel | seed | outputs bit-identical | max abs diff | within tolerance "
             "| simulator findings | GPU run |", "|---|---|---|---|---|---|---|"]
     agree = total = 0
-    for case in CASES:
-        for seed in SEEDS:
-            keys = [k for k in sim.files if k.startswith(f"{case.name}/{seed}/")]
-            exact, worst, within = True, 0.0, True
-            for i in (int(k.rsplit("/", 1)[1]) for k in keys):  # every array argument
-                k = _key(case, seed, i)
-                if k not in gpu.files:
-                    exact, within = False, False
-                    continue
-                same, diff = _compare(sim[k], gpu[k])
-                exact &= same
-                worst = max(worst, diff)
-                within &= bool(np.allclose(sim[k].astype(np.float64), gpu[k].astype(np.float64),
-                                           rtol=case.rtol, atol=case.atol, equal_nan=True))
-            note = sim_notes[f"{case.name}/{seed}"]
-            g = gpu_notes.get(f"{case.name}/{seed}", {})
-            total += 1
-            agree += within
-            findings = "; ".join(note["findings"])[:160] or "none"
-            rows.append(f"| {case.name} | {seed} | {'yes' if exact else 'no'} | {worst:.3g} | "
-                        f"{'yes' if within else '**NO**'} | {findings} | "
-                        f"{'ok' if g.get('ok') else g.get('error', 'missing')} |")
+    for run in runs():
+        keys = [k for k in sim.files if k.startswith(f"{run.name}/{run.seed}/")]
+        exact, worst, within = True, 0.0, True
+        for k in keys:  # every array argument; untouched inputs agree trivially
+            if k not in gpu.files:
+                exact = within = False
+                continue
+            same, diff = _compare(sim[k], gpu[k])
+            exact &= same
+            worst = max(worst, diff)
+            within &= bool(np.allclose(sim[k].astype(np.float64), gpu[k].astype(np.float64),
+                                       rtol=run.rtol, atol=run.atol, equal_nan=True))
+        note = sim_notes.get(f"{run.name}/{run.seed}", {"findings": [], "ok": False})
+        g = gpu_notes.get(f"{run.name}/{run.seed}", {})
+        gpu_ok = bool(g.get("ok"))
+        within &= gpu_ok
+        total += 1
+        agree += within
+        findings = "; ".join(note["findings"])[:160] or ("none" if note["ok"] else "not run")
+        rows.append(f"| {run.name} | {run.seed} | {'yes' if exact and gpu_ok else 'no'} | "
+                    f"{worst:.3g} | {'yes' if within else '**NO**'} | {findings} | "
+                    f"{'ok' if gpu_ok else (g.get('error') or 'missing')[:120]} |")
     return f"{agree} of {total} runs agree within tolerance.\n\n" + "\n".join(rows) + "\n"
 
 
