@@ -245,7 +245,8 @@ def case_features(case: CaseSpec) -> list[str]:
         "shared memory": r"__shared__", "dynamic shared": r"extern\s+__shared__",
         "warp shuffles": r"__shfl", "warp votes": r"__ballot|__any_sync|__all_sync",
         "atomics": r"\batomic\w+\(", "templates": r"\btemplate\s*<", "half": r"__half|half2",
-        "bfloat16": r"bfloat16", "barriers": r"__syncthreads", "tensor cores": r"\bwmma\b|\bmma_sync\b|\bmma\.sync",
+        "bfloat16": r"bfloat16", "barriers": r"__syncthreads",
+        "tensor cores": r"\bwmma\b|\bmma_sync\b|\bmma\.sync",
         "cooperative groups": r"cooperative_groups",
     }
     import re

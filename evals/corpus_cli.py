@@ -27,6 +27,7 @@ def list_cases(root: Path = ROOT,
                as_json: bool = typer.Option(False, "--json", help="print JSON")):
     """Show the cases with their category and what each exercises."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from evals.corpus_check import case_features
@@ -41,9 +42,9 @@ def list_cases(root: Path = ROOT,
     table = Table(title=f"kport corpus: {len(rows)} cases")
     for column in ("id", "category", "title", "port", "exercises"):
         table.add_column(column, overflow="fold")
-    for r in rows:
-        table.add_row(r["id"], r["category"], r["title"], "yes" if r["metal_port"] else "-",
-                      ", ".join(r["exercises"]))
+    for r in rows:  # titles hold brackets (out[idx[i]]): not rich markup
+        table.add_row(escape(r["id"]), r["category"], escape(r["title"]),
+                      "yes" if r["metal_port"] else "-", ", ".join(r["exercises"]))
     Console().print(table)
 
 
@@ -54,6 +55,7 @@ def check(ids: list[str] = typer.Argument(None, help="case ids or number prefixe
           as_json: bool = typer.Option(False, "--json", help="one JSON object per check")):
     """Run the cases in the simulators; exit 1 on any failure."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from evals.corpus_check import check_case
@@ -82,7 +84,7 @@ def check(ids: list[str] = typer.Argument(None, help="case ids or number prefixe
             table.add_column(column, overflow="fold")
         for o in failed:
             table.add_row(o.case, ",".join(f"{k}={v}" for k, v in o.sizes.items()), str(o.seed),
-                          o.cuda, o.metal, f"{o.max_err:.3g}", " | ".join(o.notes)[:400])
+                          o.cuda, o.metal, f"{o.max_err:.3g}", escape(" | ".join(o.notes)[:400]))
         console.print(table)
         console.print(f"{len(outcomes) - len(failed)} of {len(outcomes)} runs passed "
                       f"({len({o.case for o in outcomes})} cases)")

@@ -28,7 +28,7 @@ STATIC_SHARED_LIMIT = 48 * 1024  # bytes of static __shared__ per block
 DYNAMIC_SHARED_LIMIT = 227 * 1024  # opt-in maximum on sm_90 (H100/H200)
 _SYNC = re.compile(r"\b(__syncthreads\w*|__syncwarp|__shfl\w*|__ballot_sync|__any_sync|"
                    r"__all_sync|__reduce_\w+_sync|__match_\w+_sync|cooperative_groups|"
-                   r"this_thread_block|tiled_partition)\b")
+                   r"this_thread_block|tiled_partition|load_matrix_sync|store_matrix_sync|mma_sync)\b")
 
 __all__ = ["CudaRun", "KernelFault", "CompileError", "RawKernel", "RawModule"]
 
