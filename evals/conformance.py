@@ -4,7 +4,8 @@ Each case carries its kernel, launch, input maker and an independent numpy refer
 suite runs them through every runner on the machine (cuda_sim everywhere, cuda_gpu on NVIDIA);
 `python -m evals.fidelity` runs them on both and writes the agreement table of docs/fidelity.md.
 The Metal cases (metal_sim everywhere, mlx_metal on Apple Silicon) live in
-evals/conformance_metal.py and are re-exported here, so this module names the whole suite.
+evals/conformance_metal.py; this module needs only numpy, so it also runs on GPU machines
+without MLX.
 """
 
 from __future__ import annotations
@@ -13,9 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-
-# Re-exported: the Metal half of the suite, kept in its own module for size.
-from evals.conformance_metal import METAL_CASES, MetalCase, run_metal_case  # noqa: F401
 
 
 @dataclass(frozen=True)
