@@ -102,6 +102,8 @@ def to_tensor(value, keep_strides: bool = False) -> Tensor:
                       "int32" if small else "int64")
     if isinstance(value, float):
         return Tensor(np.array(value, dtype=np.float32), "float32")
+    if isinstance(value, np.generic):  # a numpy scalar: a 0-d array of its own dtype
+        return Tensor(np.asarray(value), dtype_name(value.dtype))
     if isinstance(value, np.ndarray):
         if keep_strides:
             return strided_view(value, dtype_name(value.dtype))

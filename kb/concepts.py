@@ -1,0 +1,96 @@
+"""Concept rules: what each CUDA construct becomes in Metal, as data (kb/rules/concepts/*.toml).
+
+Every rule carries a tiny CUDA example and its Metal translation that run under one small
+launch contract (see docs/kb-rules.md), so tests/kb runs each pair in cuda_sim and metal_sim and
+requires equal results: the knowledge is executable.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from runners.dtypes import DTYPES
+from runners.errors import KportError
+
+RULES_DIR = Path(__file__).resolve().parent / "rules" / "concepts"
+GROUPS = ("launch", "memory", "sync", "warp", "atomics", "types", "math", "intrinsics",
+          "tensor", "cooperative", "host", "debug", "fp64")
+
+
+class RuleError(KportError):
+    """A rules file is wrong; the message names the file, the rule and the key."""
+
+
+class Example(BaseModel):
+    """A runnable pair. CUDA: ``extern "C" __global__ void k(const IN* x, OUT* y, int n)``
+    launched as ``grid`` x ``block``; Metal: a metal_kernel body with inputs x, n and output y,
+    launched with ``threads`` and ``threadgroup``. y starts as ``y_init`` on both sides."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    cuda: str
+    metal: str
+    metal_header: str = ""
+    n: int = 64
+    in_dtype: str = "float32"
+    out_dtype: str = "float32"
+    out_size: int | None = None  # default n
+    init: str = "normal"  # normal | arange | randint:LO:HI | uniform:LO:HI
+    y_init: float = 0.0
+    grid: list[int] = Field(default_factory=lambda: [1, 1, 1])
+    block: list[int] = Field(default_factory=lambda: [64, 1, 1])
+    shared_mem: int = 0
+    threads: list[int] | None = None  # default grid * block
+    threadgroup: list[int] | None = None  # default block
+    template: dict[str, int | bool | str] = Field(default_factory=dict)
+    atomic_outputs: bool = False
+    rtol: float = 1e-5
+    atol: float = 1e-6
+
+    @field_validator("in_dtype", "out_dtype")
+    @classmethod
+    def _dtype(cls, v: str) -> str:
+        if v not in DTYPES:
+            raise ValueError(f"unknown dtype {v!r}")
+        return v
+
+
+class Rule(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    id: str = Field(pattern=r"^[a-z0-9_]+\.[a-z0-9_.]+$")
+    group: Literal[GROUPS]  # type: ignore[valid-type]
+    title: str
+    cuda: list[str] = Field(min_length=1)  # identifiers/keywords that mark the construct
+    metal: str  # the Metal form
+    notes: str = ""
+    pitfalls: list[str] = Field(default_factory=list)
+    source: str = ""  # where the fact comes from
+    unconfirmed: bool = False
+    example: Example
+
+
+def load_rules(folder: Path = RULES_DIR) -> list[Rule]:
+    """Every rule of every .toml file under ``folder``, ids unique; RuleError otherwise."""
+    rules: list[Rule] = []
+    seen: dict[str, Path] = {}
+    for path in sorted(folder.glob("*.toml")):
+        try:
+            data = tomllib.loads(path.read_text())
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
+            raise RuleError(f"{path}: not valid TOML: {err}") from None
+        for i, raw in enumerate(data.get("rule", [])):
+            try:
+                rule = Rule(**raw)
+            except ValidationError as err:
+                e = err.errors()[0]
+                key = ".".join(str(p) for p in e["loc"])
+                name = raw.get("id", f"#{i + 1}")
+                raise RuleError(f"{path}: rule {name}: key `{key}`: {e['msg']}") from None
+            if rule.id in seen:
+                raise RuleError(f"{path}: rule id {rule.id!r} also defined in {seen[rule.id]}")
+            seen[rule.id] = path
+            rules.append(rule)
+    return rules
