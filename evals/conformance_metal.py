@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import mlx.core as mx
 import numpy as np
 
+from evals.conformance import _gelu, _softmax  # shared numpy references
+
 
 @dataclass(frozen=True)
 class MetalCase:
@@ -70,14 +72,6 @@ def _segments(a: np.ndarray, size: int, fn) -> np.ndarray:
     return np.concatenate([fn(a[i:i + size]) for i in range(0, a.size, size)])
 
 
-def _softmax(x):
-    e = np.exp(x - x.max(axis=1, keepdims=True))
-    return e / e.sum(axis=1, keepdims=True)
-
-
-def _gelu(x):
-    v = x.astype(np.float32)
-    return (0.5 * v * (1 + np.tanh(0.7978845608 * (v + 0.044715 * v**3)))).astype(np.float16)
 
 
 def _edge_sizes(rows: int, cols: int, tg: tuple[int, int]) -> np.ndarray:

@@ -88,6 +88,23 @@ class LaunchResult:
         return self.status == "ok" and not self.findings
 
 
+@dataclass
+class SimRecord:
+    """What a simulated launch of a candidate gives back: a record, never an exception, for
+    the kernel's own failures (a compile error, findings)."""
+
+    compiled: bool
+    findings: list[Finding] = field(default_factory=list)
+    diagnostics: list = field(default_factory=list)  # simbuild.Diagnostic
+    printf: str = ""
+    build: object = None  # simbuild.Build
+    kernel_s: float = 0.0  # time running the threadgroups, in the child
+
+    @property
+    def ok(self) -> bool:
+        return self.compiled and not self.findings
+
+
 def launch_dims(value, what: str) -> tuple[int, int, int]:
     """An int or 1-3 ints as a 3-tuple of positive ints; ValueError naming ``what`` otherwise."""
     dims = (value,) if isinstance(value, (int, np.integer)) else tuple(value)

@@ -12,16 +12,15 @@ import math
 import re
 import sys
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from runners import srcrewrite
 from runners.settings import load_settings
-from runners.simbuild import SIMCORE, Build, Diagnostic, build_kernel, kernel_tail
+from runners.simbuild import SIMCORE, build_kernel, kernel_tail
 from runners.simfaults import CompileError, KernelFault
-from runners.simhost import BufferArg, Finding, LaunchSpec, ScalarArg, launch_dims, run_launch
+from runners.simhost import BufferArg, LaunchSpec, ScalarArg, SimRecord, launch_dims, run_launch
 
 MAX_THREADS_PER_BLOCK = 1024
 STATIC_SHARED_LIMIT = 48 * 1024  # bytes of static __shared__ per block
@@ -76,20 +75,7 @@ def check_supported(code: str, filename: str = "kernel.cu") -> None:
                     f"by cuda_sim; {entry.get('hint', '')}".rstrip("; "))
 
 
-@dataclass
-class CudaRun:
-    """Record of one launch."""
-
-    compiled: bool
-    findings: list[Finding] = field(default_factory=list)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    printf: str = ""
-    build: Build | None = None
-    kernel_s: float = 0.0  # time running the blocks, in the child
-
-    @property
-    def ok(self) -> bool:
-        return self.compiled and not self.findings
+CudaRun = SimRecord  # what RawKernel.launch returns
 
 
 _HEAD = "#include <kport/rt.h>\n#include <kport/cuda_runtime.h>\n"

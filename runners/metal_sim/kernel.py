@@ -18,9 +18,9 @@ from runners import srcrewrite
 from runners.dtypes import DTYPES, Tensor, dtype_name, poison, to_mx, to_tensor
 from runners.metal_sim import codegen
 from runners.settings import load_settings
-from runners.simbuild import Build, Diagnostic, build_kernel, kernel_tail
+from runners.simbuild import build_kernel, kernel_tail
 from runners.simfaults import CompileError, KernelFault
-from runners.simhost import MAX_LAUNCH_BYTES, BufferArg, Finding, LaunchSpec, run_launch
+from runners.simhost import MAX_LAUNCH_BYTES, BufferArg, LaunchSpec, SimRecord, run_launch
 
 MAX_THREADS_PER_THREADGROUP = 1024  # Apple GPUs; a pipeline may allow fewer (unknowable here)
 THREADGROUP_MEMORY = 32768  # bytes per threadgroup on Apple GPUs
@@ -29,21 +29,11 @@ _SYNC = re.compile(r"\b(threadgroup_barrier|simdgroup_barrier|simd_\w+|quad_\w+|
 
 
 @dataclass
-class SimRun:
-    """Record of one launch: compiled or not, outputs, findings, the generated source."""
+class SimRun(SimRecord):
+    """A launch record plus the outputs (mx.array each) and the source MLX would compile."""
 
-    compiled: bool
-    outputs: list = field(default_factory=list)  # mx.array per output
-    findings: list[Finding] = field(default_factory=list)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
+    outputs: list = field(default_factory=list)
     source: str = ""  # the text MLX would compile (prelude excluded)
-    printf: str = ""
-    build: Build | None = None
-    kernel_s: float = 0.0  # time running the threadgroups, in the child
-
-    @property
-    def ok(self) -> bool:
-        return self.compiled and not self.findings
 
 
 def _line_directives(full: str, rewritten: str, header: str, source: str, sig_end: int) -> str:

@@ -13,7 +13,7 @@ Template kernels are found by the ``host_name`` of their explicit instantiation.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,8 +21,8 @@ from runners import srcrewrite
 from runners.metal_sim.codegen import ATTRIBUTE_HELPERS, ATTRIBUTE_VALUES, ATTRIBUTES
 from runners.metal_sim.kernel import _SYNC, THREADGROUP_MEMORY
 from runners.settings import load_settings
-from runners.simbuild import Build, Diagnostic, build_kernel, kernel_tail
-from runners.simhost import BufferArg, Finding, LaunchSpec, launch_dims, run_launch
+from runners.simbuild import build_kernel, kernel_tail
+from runners.simhost import BufferArg, LaunchSpec, SimRecord, launch_dims, run_launch
 
 _ATTR_TYPES = dict(ATTRIBUTES)
 _INSTANTIATION = re.compile(
@@ -46,17 +46,7 @@ class Param:
         return "const" not in self.type.split("*")[0] and "constant" not in self.type
 
 
-@dataclass
-class MetalRun:
-    compiled: bool
-    findings: list[Finding] = field(default_factory=list)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    printf: str = ""
-    build: Build | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.compiled and not self.findings
+MetalRun = SimRecord  # what MetalFunction.launch returns
 
 
 def _split_params(toks: list[srcrewrite.Tok]) -> list[Param]:
@@ -169,7 +159,8 @@ class MetalFunction:
         for name, array in arrays.items():
             if name in result.outputs:
                 array[...] = result.outputs[name].reshape(array.shape)
-        return MetalRun(True, result.findings, build.diagnostics, result.printf, build)
+        return MetalRun(True, result.findings, build.diagnostics, result.printf, build,
+                        result.kernel_s)
 
 
 class MetalLibrary:
