@@ -78,14 +78,15 @@ def check(ids: list[str] = typer.Argument(None, help="case ids or number prefixe
     if not outcomes:
         console.print("[red]no cases found[/]: nothing was checked")
         raise typer.Exit(1)
-    if not as_json:
-        table = Table(title="failures" if failed else "all cases passed")
+    if not as_json and failed:
+        table = Table(title="failures")
         for column in ("case", "sizes", "seed", "cuda", "metal", "max err", "notes"):
             table.add_column(column, overflow="fold")
         for o in failed:
             table.add_row(o.case, ",".join(f"{k}={v}" for k, v in o.sizes.items()), str(o.seed),
                           o.cuda, o.metal, f"{o.max_err:.3g}", escape(" | ".join(o.notes)[:400]))
         console.print(table)
+    if not as_json:
         console.print(f"{len(outcomes) - len(failed)} of {len(outcomes)} runs passed "
                       f"({len({o.case for o in outcomes})} cases)")
     raise typer.Exit(1 if failed else 0)
