@@ -25,9 +25,11 @@ from runners.simhost import BufferArg, LaunchSpec, ScalarArg, SimRecord, launch_
 MAX_THREADS_PER_BLOCK = 1024
 STATIC_SHARED_LIMIT = 48 * 1024  # bytes of static __shared__ per block
 DYNAMIC_SHARED_LIMIT = 227 * 1024  # opt-in maximum on sm_90 (H100/H200)
+# Calls that need the fiber scheduler (a rendezvous of a warp or block).
 _SYNC = re.compile(r"\b(__syncthreads\w*|__syncwarp|__shfl\w*|__ballot_sync|__any_sync|"
-                   r"__all_sync|__reduce_\w+_sync|__match_\w+_sync|cooperative_groups|"
-                   r"this_thread_block|tiled_partition|load_matrix_sync|store_matrix_sync|mma_sync)\b")
+                   r"__activemask|__all_sync|__reduce_\w+_sync|__match_\w+_sync|"
+                   r"cooperative_groups|this_thread_block|tiled_partition|load_matrix_sync|"
+                   r"store_matrix_sync|mma_sync)\b")
 
 __all__ = ["CudaRun", "KernelFault", "CompileError", "RawKernel", "RawModule"]
 

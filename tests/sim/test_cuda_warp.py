@@ -304,3 +304,11 @@ def test_shuffles_of_half_and_bfloat16_values():
     lane = np.arange(32)
     np.testing.assert_array_equal(ho.reshape(32, 2), h.reshape(32, 2)[(lane + 5) % 32])
     np.testing.assert_array_equal(bo, b[lane ^ 3])
+
+
+def test_activemask_alone_in_a_kernel_sees_the_partial_last_warp():
+    code = r"""extern "C" __global__ void k(unsigned* y) { y[threadIdx.x] = __activemask(); }"""
+    y = np.zeros(40, np.uint32)
+    run = RawKernel(code, "k").launch((1,), (40,), (y,))
+    assert run.ok, run.findings
+    np.testing.assert_array_equal(y, [0xFFFFFFFF] * 32 + [0xFF] * 8)
