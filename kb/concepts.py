@@ -1,7 +1,7 @@
 """Concept rules: what each CUDA construct becomes in Metal, as data (kb/rules/concepts/*.toml).
 
 Every rule carries a tiny CUDA example and its Metal translation that run under one small
-launch contract (see docs/kb-rules.md), so tests/kb runs each pair in cuda_sim and metal_sim and
+launch contract (see docs/kb-rules.md), so tests/knowledge runs each pair in cuda_sim and metal_sim and
 requires equal results: the knowledge is executable.
 """
 
