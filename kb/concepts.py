@@ -1,8 +1,8 @@
 """Concept rules: what each CUDA construct becomes in Metal, as data (kb/rules/concepts/*.toml).
 
 Every rule carries a tiny CUDA example and its Metal translation that run under one small
-launch contract (see docs/kb-rules.md), so tests/knowledge runs each pair in cuda_sim and metal_sim and
-requires equal results: the knowledge is executable.
+launch contract (see docs/kb-rules.md), so tests/knowledge runs each pair in cuda_sim and
+metal_sim and requires equal results: the knowledge is executable.
 """
 
 from __future__ import annotations
