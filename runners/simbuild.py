@@ -123,7 +123,8 @@ def _key(*parts: str) -> str:
     return h.hexdigest()[:32]
 
 
-def _compile(compiler: Compiler, args: list[str], out: Path, timeout: float) -> tuple[bool, str]:
+def _compile(compiler: Compiler, args: list[str], out: Path,
+             timeout: float) -> tuple[bool, str, bool]:
     """Run the compiler writing to a temp name, then rename: concurrent builds never see halves."""
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".tmp-", suffix=out.suffix)
@@ -134,9 +135,9 @@ def _compile(compiler: Compiler, args: list[str], out: Path, timeout: float) -> 
         ok = proc.returncode == 0
         if ok:
             os.replace(tmp, out)
-        return ok, proc.stdout + proc.stderr
+        return ok, proc.stdout + proc.stderr, False
     except subprocess.TimeoutExpired:
-        return False, f"compiler timed out after {timeout:.0f} s"
+        return False, f"compiler timed out after {timeout:.0f} s", True
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -152,7 +153,7 @@ def host_executable(settings: Settings | None = None) -> Path:
         return exe
     sources = [str(SIMCORE / "rt" / name) for name in RUNTIME_SOURCES]
     # The first build with ziglang also builds zig's libc++ once (about a minute).
-    ok, log = _compile(compiler, [*HOST_FLAGS, *sources, "-ldl"], exe, timeout=900)
+    ok, log, _ = _compile(compiler, [*HOST_FLAGS, *sources, "-ldl"], exe, timeout=900)
     if not ok:
         raise RuntimeError(f"building the simulator host failed (a kport bug):\n{log[-4000:]}")
     return exe
@@ -179,9 +180,10 @@ def build_kernel(tu: str, *, checked: bool, dialect: str = "metal",
     folder.mkdir(parents=True, exist_ok=True)
     source = folder / "kernel.cpp"
     source.write_text(tu)
-    ok, log = _compile(compiler, [*flags, str(source)], library, timeout=300)
+    ok, log, timed_out = _compile(compiler, [*flags, str(source)], library, timeout=300)
     seconds = time.perf_counter() - start
     if not ok:
-        failed.write_text(log)
+        if not timed_out:  # a timeout says nothing about the source: try again next time
+            failed.write_text(log)
         return Build(False, None, parse_diagnostics(log), log, seconds)
     return Build(True, library, parse_diagnostics(log), log, seconds)

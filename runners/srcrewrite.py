@@ -149,6 +149,25 @@ def _split_top(toks: list[Tok], sep: str) -> list[list[Tok]]:
     return parts
 
 
+def function_params(toks: list[Tok], name: str, marker: str,
+                    lookback: int = 12) -> list[list[Tok]] | None:
+    """Tokens of each parameter of the first function ``name`` whose declaration has ``marker``
+    (``__global__``, ``kernel``) among the ``lookback`` tokens before its name; None if absent."""
+    for i, t in enumerate(toks[:-1]):
+        if t.text != name or toks[i + 1].text != "(":
+            continue
+        if not any(x.text == marker for x in toks[max(0, i - lookback):i]):
+            continue
+        depth, j = 0, i + 1
+        for j in range(i + 1, len(toks)):
+            depth += toks[j].text == "("
+            depth -= toks[j].text == ")"
+            if depth == 0:
+                break
+        return _split_top(toks[i + 2:j], ",")
+    return None
+
+
 def _join(toks: list[Tok]) -> str:
     out = ""
     for t in toks:

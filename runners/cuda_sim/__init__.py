@@ -47,21 +47,10 @@ def parameter_names(code: str, kernel: str) -> list[str]:
     """Names of the parameters of ``__global__`` function ``kernel`` (template args ignored), or
     [] when it cannot be found; used to name buffers in findings."""
     base = kernel.split("<")[0].split("::")[-1].strip()
-    toks = srcrewrite.tokenize(code)
-    for i, t in enumerate(toks[:-1]):
-        if t.text != base or toks[i + 1].text != "(":
-            continue
-        if not any(x.text == "__global__" for x in toks[max(0, i - 12):i]):
-            continue
-        depth, j = 0, i + 1
-        for j in range(i + 1, len(toks)):
-            depth += toks[j].text == "("
-            depth -= toks[j].text == ")"
-            if depth == 0:
-                break
-        parts = srcrewrite._split_top(toks[i + 2:j], ",")
-        return [next((x.text for x in reversed(p) if x.kind == "identifier"), "") for p in parts]
-    return []
+    parts = srcrewrite.function_params(srcrewrite.tokenize(code), base, "__global__")
+    if parts is None:
+        return []
+    return [next((x.text for x in reversed(p) if x.kind == "identifier"), "") for p in parts]
 
 
 def check_supported(code: str, filename: str = "kernel.cu") -> None:

@@ -49,9 +49,9 @@ class Param:
 MetalRun = SimRecord  # what MetalFunction.launch returns
 
 
-def _split_params(toks: list[srcrewrite.Tok]) -> list[Param]:
+def _split_params(parts: list[list[srcrewrite.Tok]]) -> list[Param]:
     params = []
-    for part in srcrewrite._split_top(toks, ","):
+    for part in parts:
         text = srcrewrite._join(part)
         m = re.fullmatch(r"(?P<decl>.*?)\[\[\s*(?P<attr>[^\]]+?)\s*\]\]\s*", text, re.S)
         if not m:
@@ -65,17 +65,10 @@ def _split_params(toks: list[srcrewrite.Tok]) -> list[Param]:
 
 
 def _find_kernel(toks: list[srcrewrite.Tok], name: str) -> list[Param]:
-    for i, t in enumerate(toks):
-        if t.text == name and i + 1 < len(toks) and toks[i + 1].text == "(" and any(
-                x.text == "kernel" for x in toks[max(0, i - 8):i]):
-            depth, j = 0, i + 1
-            for j in range(i + 1, len(toks)):
-                depth += toks[j].text == "("
-                depth -= toks[j].text == ")"
-                if depth == 0:
-                    break
-            return _split_params(toks[i + 2:j])
-    raise srcrewrite.SourceError(f"no `kernel void {name}(...)` in the Metal source")
+    parts = srcrewrite.function_params(toks, name, "kernel", lookback=8)
+    if parts is None:
+        raise srcrewrite.SourceError(f"no `kernel void {name}(...)` in the Metal source")
+    return _split_params(parts)
 
 
 def _attribute_value(p: Param) -> str:

@@ -5,13 +5,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#if defined(__x86_64__) && !defined(_WIN32)
-#define KP_ASM_SWITCH 1
 #if defined(__APPLE__)
 #define KP_SYM(x) "_" #x
 #else
 #define KP_SYM(x) #x
 #endif
+
+#if defined(__x86_64__) && !defined(_WIN32)
+#define KP_ASM_SWITCH 1
 // kp_switch(void** save_sp, void* new_sp): push callee-saved regs, swap stacks. The FP control
 // registers (mxcsr, x87 cw) are not switched: kernels never change them, and ldmxcsr/fldcw
 // cost more than the rest of the switch.
@@ -23,11 +24,6 @@ asm(".text\n.globl " KP_SYM(kp_switch) "\n" KP_SYM(kp_switch) ":\n"
     "  movq %r12, %rdi\n  callq *%r13\n  ud2\n");
 #elif defined(__aarch64__)
 #define KP_ASM_SWITCH 1
-#if defined(__APPLE__)
-#define KP_SYM(x) "_" #x
-#else
-#define KP_SYM(x) #x
-#endif
 asm(".text\n.globl " KP_SYM(kp_switch) "\n.p2align 2\n" KP_SYM(kp_switch) ":\n"
     "  sub sp, sp, #176\n"
     "  stp x19, x20, [sp, #0]\n  stp x21, x22, [sp, #16]\n  stp x23, x24, [sp, #32]\n"
