@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from runners.dtypes import DTYPES
+from runners.dtypes import known_dtype
 from runners.errors import KportError
 
 CATEGORIES = {"elementwise", "reduction", "scan", "norm", "gemm", "gemv", "attention", "ssm",
@@ -60,12 +60,7 @@ class ArgSpec(BaseModel):
     init: str = "zeros"
     value: Expr | float | None = None
 
-    @field_validator("dtype")
-    @classmethod
-    def _known_dtype(cls, v: str) -> str:
-        if v not in DTYPES:
-            raise ValueError(f"unknown dtype {v!r}; one of {', '.join(DTYPES)}")
-        return v
+    _dtype = field_validator("dtype")(lambda v: known_dtype(v))
 
     @field_validator("init")
     @classmethod

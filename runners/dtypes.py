@@ -64,6 +64,14 @@ class Tensor:
         return int(np.prod(self.shape, dtype=np.int64))
 
 
+def known_dtype(name: str) -> str:
+    """``name`` when it is a dtype kport knows; ValueError naming the known ones otherwise (for
+    pydantic validators of case, rule and fix files)."""
+    if name not in DTYPES:
+        raise ValueError(f"unknown dtype {name!r}; one of {', '.join(DTYPES)}")
+    return name
+
+
 def strided_view(a: np.ndarray, name: str) -> Tensor:
     """A non-contiguous numpy view as MLX passes it with ensure_row_contiguous=False: the memory
     it spans, from its first element, and its strides (0 for broadcast dimensions)."""
