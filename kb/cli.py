@@ -1,0 +1,296 @@
+"""`kport kb`: build, grow, query and move the knowledge base.
+
+    kport kb build [--corpus DIR]            rules, architecture, fixes and corpus pairs
+    kport kb add PATH [--source NAME]        a file, folder or checkout
+    kport kb add-pairs CUDA_DIR METAL_DIR    kernels paired across languages by name
+    kport kb import-llama-cpp ARCHIVE_OR_DIR llama.cpp's ggml-cuda / ggml-metal kernels as pairs
+    kport kb remove SOURCE | stats | export FILE | import FILE
+    kport kb search QUERY [--kind K] [-k N] [--json]
+    kport kb rules FILE.cu [--kernel NAME] [--json]
+    kport kb lint BODY.metal [--header H] [--threadgroup 256,1,1] [--chip M2] [--json]
+    kport kb fixes "ERROR MESSAGE" [--json]
+
+The store is $KPORT_HOME/kb, or the Chroma server at KPORT_CHROMA_URL (--url). Machine-readable
+output goes to stdout; progress and warnings go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
+                  help=__doc__.splitlines()[0])
+URL = typer.Option(None, "--url", help="a Chroma server (http://host:port) instead of the "
+                   "local store")
+JSON = typer.Option(False, "--json", help="print JSON")
+
+
+def _settings(url: str | None):
+    from runners.settings import load_settings
+
+    return load_settings({"chroma_url": url} if url else None)
+
+
+def _store(url: str | None, create: bool = False):
+    from kb.store import KBStore
+
+    return KBStore.from_settings(_settings(url), create=create)
+
+
+def _err():
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+def _add(chunks, report=None, url: str | None = None, as_json: bool = False,
+         label: str = "embedding") -> None:
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    console = _err()
+    for path, why in (report.skipped if report else []):
+        console.print(f"[yellow]skipped[/] {escape(path)}: {escape(why)}")
+    store = _store(url, create=True)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  console=console, transient=True, disable=not console.is_terminal) as bar:
+        task = bar.add_task(label, total=len(chunks))
+        counts = store.add(chunks, progress=lambda n: bar.advance(task, n))
+    out = {**counts, "chunks": len(chunks), "location": store.location}
+    if report is not None:
+        out.update(files=report.files, skipped=len(report.skipped), ignored=report.ignored,
+                   pairs=report.pairs)
+    if as_json:
+        print(json.dumps(out))
+    else:
+        extra = (f" from {report.files} files ({len(report.skipped)} skipped, "
+                 f"{report.pairs} pairs)" if report else "")
+        console.print(f"{out['added']} chunks added, {out['present']} already present"
+                      f"{extra} -> {store.location}")
+
+
+@app.command()
+def build(corpus: Path = typer.Option(None, help="a corpus folder other than the bundled one"),
+          url: str = URL, as_json: bool = JSON):
+    """Build the default KB: concept, architecture and fix rules plus the corpus's pairs."""
+    from kb.chunks import arch_chunks, fix_chunks, rule_chunks
+    from kb.ingest import IngestReport, corpus_chunks
+
+    chunks = rule_chunks() + arch_chunks() + fix_chunks() + corpus_chunks(corpus)
+    report = IngestReport(files=0, chunks=len(chunks),
+                          pairs=sum(c.metadata.get("pair_role") == "cuda" for c in chunks))
+    _add(chunks, report, url, as_json, "building the knowledge base")
+
+
+@app.command()
+def add(path: Path = typer.Argument(..., help="a file, folder or checkout"),
+        source: str = typer.Option(None, help="name for `kb remove` (default: the path)"),
+        url: str = URL, as_json: bool = JSON):
+    """Add CUDA, Metal, Python metal_kernel, Markdown and RST files."""
+    from kb.ingest import ingest
+    from runners.errors import KportError
+
+    if not path.exists():
+        raise KportError(f"{path}: no such file or folder")
+    chunks, report = ingest(path, source)
+    _add(chunks, report, url, as_json)
+
+
+@app.command("add-pairs")
+def add_pairs(cuda_dir: Path, metal_dir: Path,
+              source: str = typer.Option(None, help="name for `kb remove`"),
+              url: str = URL, as_json: bool = JSON):
+    """Add the kernels of a CUDA folder and a Metal folder, pairing them by kernel name."""
+    from kb.ingest import ingest, pair_chunks
+    from runners.errors import KportError
+
+    for p in (cuda_dir, metal_dir):
+        if not p.is_dir():
+            raise KportError(f"{p}: not a folder")
+    source = source or f"{cuda_dir.resolve()}+{metal_dir.resolve()}"
+    cuda, report = ingest(cuda_dir, source)
+    metal, report2 = ingest(metal_dir, source)
+    report.merge(report2)
+    chunks = pair_chunks([c for c in cuda if c.metadata.get("language") == "cuda"],
+                         [c for c in metal if c.metadata.get("language") == "metal"])
+    chunks += [c for c in cuda + metal if c.metadata.get("language") not in ("cuda", "metal")]
+    report.pairs = sum(c.metadata.get("pair_role") == "cuda" for c in chunks)
+    _add(chunks, report, url, as_json)
+
+
+@app.command("import-llama-cpp")
+def import_llama(path: Path = typer.Argument(..., help="llama.cpp checkout, or the "
+                                             "llama-cpp-python sdist (.tar.gz) or its folder"),
+                 url: str = URL, as_json: bool = JSON):
+    """Import llama.cpp's ggml-cuda and ggml-metal kernels as pairs."""
+    from kb.llama_cpp import import_llama_cpp
+
+    chunks, report = import_llama_cpp(path)
+    _add(chunks, report, url, as_json)
+
+
+@app.command()
+def remove(source: str, url: str = URL, as_json: bool = JSON):
+    """Delete every chunk added from SOURCE (as `kb stats` lists them)."""
+    counts = _store(url).remove(source)
+    if as_json:
+        print(json.dumps({"removed": counts}))
+    else:
+        _err().print(f"removed {sum(counts.values())} chunks"
+                     + (f" ({', '.join(f'{k}: {v}' for k, v in counts.items())})"
+                        if counts else f": no chunk has source {source!r}"))
+
+
+@app.command()
+def stats(url: str = URL, as_json: bool = JSON):
+    """Chunks per collection and per source."""
+    s = _store(url).stats()
+    if as_json:
+        print(json.dumps(s, indent=1))
+        return
+    print(f"{s['location']}  (embeddings: {s['embed_model']})")
+    for name, n in s["collections"].items():
+        print(f"  {name:<10} {n:>7}")
+    print("sources:")
+    for src, n in sorted(s["sources"].items()):
+        print(f"  {n:>7}  {src}")
+
+
+@app.command("export")
+def export_(dest: Path, url: str = URL):
+    """Write the whole KB (texts, metadata, embeddings) to one JSON-lines file."""
+    n = _store(url).export(dest)
+    _err().print(f"exported {n} chunks to {dest}")
+
+
+@app.command("import")
+def import_(src: Path, url: str = URL, as_json: bool = JSON):
+    """Load a file written by `kport kb export` (no duplicates)."""
+    counts = _store(url, create=True).import_file(src)
+    if as_json:
+        print(json.dumps(counts))
+    else:
+        _err().print(f"{counts['added']} chunks added, {counts['present']} already present")
+
+
+@app.command()
+def search(query: str = typer.Argument(..., help="text, code, or @FILE to read the query from"),
+           kind: list[str] = typer.Option(None, "--kind", help="rules, arch, analogues, docs, "
+                                          "fixes (repeatable; default all)"),
+           k: int = typer.Option(10, "-k", help="how many hits"),
+           category: str = typer.Option(None, help="only analogues of this op category"),
+           feature: list[str] = typer.Option(None, "--feature", help="only chunks with this "
+                                             "feature (repeatable)"),
+           language: str = typer.Option(None, help="cuda | metal | markdown | rst | ..."),
+           method: str = typer.Option("hybrid", help="hybrid | dense | bm25"),
+           url: str = URL, as_json: bool = JSON):
+    """Search the KB; --json prints a list of {id, kind, title, score, text, metadata}."""
+    from kb.search import search as run_search
+    from runners.errors import KportError
+
+    if query.startswith("@"):
+        try:
+            query = Path(query[1:]).read_text()
+        except (OSError, UnicodeDecodeError) as err:
+            raise KportError(f"{query[1:]}: cannot read the query file ({err})") from None
+    settings = _settings(url)
+    from kb.store import KBStore
+
+    store = KBStore.from_settings(settings)
+    hits = run_search(store, query, kinds=kind or None, k=k, category=category,
+                      features=feature or [], language=language, method=method,
+                      cache_root=settings.home / "cache")
+    if as_json:
+        print(json.dumps([h.as_json() for h in hits], indent=1))
+        return
+    for n, h in enumerate(hits, 1):
+        print(f"{n:>2}. [{h.kind}] {h.title}  ({h.score:.4f})")
+        if h.pair:
+            print(f"     pair: {h.pair['title']}")
+
+
+@app.command()
+def rules(file: Path, kernel: str = typer.Option(None, help="only this kernel and the "
+                                                  "functions it calls"),
+          as_json: bool = JSON):
+    """The concept rules that apply to a CUDA file, with occurrences and lines."""
+    from kb.rules_match import rules_for_file
+
+    hits = rules_for_file(file, kernel)
+    if as_json:
+        print(json.dumps([h.as_json() for h in hits], indent=1))
+        return
+    for h in hits:
+        print(f"{h.rule_id:<36} x{h.occurrences:<3} lines {','.join(map(str, h.lines))}")
+        print(f"    {' | '.join(h.cuda)}  ->  {h.metal}")
+
+
+def _read(path: Path) -> str:
+    from runners.errors import KportError
+
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise KportError(f"{path}: cannot read ({err})") from None
+
+
+@app.command()
+def lint(body: Path = typer.Argument(..., help="an MLX metal_kernel body (.metal)"),
+         header: Path = typer.Option(None, help="its header"),
+         threadgroup: str = typer.Option(None, help="x,y,z of the launch's threadgroup"),
+         template: list[str] = typer.Option(None, help="NAME=VALUE template argument "
+                                            "(repeatable)"),
+         chip: str = typer.Option("M1", help="the Apple chip to lint for, e.g. 'M2 Max'"),
+         as_json: bool = JSON):
+    """Performance and portability lints of a Metal kernel for one Apple GPU family; exit 1
+    when any is an error."""
+    from kb.lints import lint_metal
+    from runners.errors import KportError
+
+    dims = None
+    if threadgroup:
+        try:
+            dims = tuple(int(v) for v in threadgroup.split(","))
+        except ValueError:
+            raise KportError(f"--threadgroup {threadgroup!r}: expected x,y,z integers") from None
+        dims = (dims + (1, 1, 1))[:3]
+    params: dict[str, object] = {}
+    for item in template or []:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise KportError(f"--template {item!r}: expected NAME=VALUE")
+        params[name] = int(value) if value.lstrip("-").isdigit() else value
+    lints = lint_metal(_read(body), _read(header) if header else "", threadgroup=dims,
+                       template=params, chip=chip)
+    if as_json:
+        print(json.dumps([x.model_dump() for x in lints], indent=1))
+    else:
+        for x in lints:
+            print(f"{x.severity:<7} {x.id:<28} {x}  [{', '.join(x.sources)}]")
+        print(f"{len(lints)} lints for {chip}")
+    raise typer.Exit(1 if any(x.severity == "error" for x in lints) else 0)
+
+
+@app.command()
+def fixes(message: str = typer.Argument(..., help="a compile or runtime error message"),
+          as_json: bool = JSON):
+    """The fix rules that recognise an error message, most specific first."""
+    from kb.fixes import match_fixes
+
+    found = match_fixes(message)
+    if as_json:
+        print(json.dumps([{"id": f.id, "title": f.title, "fix": f.fix, "origin": f.origin,
+                           "unconfirmed": f.unconfirmed} for f in found], indent=1))
+        return
+    if not found:
+        print("no fix rule recognises this message")
+    for f in found:
+        print(f"{f.id}: {f.title}\n    {f.fix}")
+
+
+def main(argv: list[str]) -> int:
+    """Entry of `kport kb`."""
+    return app(args=argv, prog_name="kport kb", standalone_mode=True) or 0

