@@ -2,4 +2,5 @@
 
 VERBS = {
     "doctor": ("agent.doctor", "check what this machine can run and where kport keeps its state"),
+    "translate": ("agent.translate_cli", "offline draft of a CUDA kernel in Metal, with coverage"),
 }

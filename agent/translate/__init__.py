@@ -1,0 +1,172 @@
+"""The offline translator: a CUDA kernel (tree-sitter AST) -> an MLX ``metal_kernel`` body,
+header and launch mapping, driven by the knowledge base's rules (kb/rules/rewrites.toml for
+spellings, the concept rules for what is left as ``KPORT-TODO``).
+
+``translate_kernel`` returns a :class:`Translation`: the Metal source, the MLX argument lists
+(inputs by CUDA name; an ``inout`` argument ``x`` becomes input ``x`` and output ``x_out``),
+template arguments, grid and threadgroup (MLX counts threads: grid = blocks * block), and the
+coverage: constructs mapped, constructs left as TODO with their rule and line.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from agent.translate.analyze import KernelInfo, TranslateError, analyze_kernel
+from agent.translate.emit import ATTRIBUTES, Context, Emitter
+from kb.concepts import load_rules
+from kb.rewrites import load_rewrites
+
+# Besides the rewrite table's spellings, a rule marker counts as a CUDA construct when it is
+# one of CUDA's own names (intrinsics, runtime API, atomics, builtins, tensor-core and
+# cooperative-groups API, fp64 types) rather than a name user code picks (lane_id, smem).
+_CUDA_NAMES = {"wmma", "nvcuda", "cooperative_groups", "this_thread_block", "tiled_partition",
+               "thread_block_tile", "this_grid", "grid_group", "coalesced_threads",
+               "coalesced_group", "thread_block", "printf", "assert", "clock", "clock64",
+               "double", "dim3", "warpSize", "threadIdx", "blockIdx", "blockDim", "gridDim"}
+
+
+def _is_cuda_name(tok: str) -> bool:
+    return tok.startswith(("__", "cuda", "atomic")) or tok in _CUDA_NAMES
+
+
+@dataclass(frozen=True)
+class Todo:
+    rule: str
+    construct: str
+    line: int
+    metal: str  # what the rule says the Metal form is
+
+
+@dataclass
+class Translation:
+    kernel: str
+    body: str
+    header: str
+    inputs: list[str]
+    outputs: list[str]
+    roles: dict[str, str]
+    dtypes: dict[str, str]  # CUDA argument -> element type as written (float, half, int ...)
+    template: dict[str, int | str]
+    grid: list[str]
+    threadgroup: list[str]
+    atomic_outputs: bool = False
+    init_value: float | None = None
+    todos: list[Todo] = field(default_factory=list)
+    mapped: Counter = field(default_factory=Counter)
+    unmapped: Counter = field(default_factory=Counter)
+    rules_used: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    guessed: list[str] = field(default_factory=list)
+
+    @property
+    def coverage(self) -> float:
+        total = sum(self.mapped.values()) + sum(self.unmapped.values())
+        return 1.0 if total == 0 else sum(self.mapped.values()) / total
+
+    def metal_source(self) -> str:
+        """Header and body as one readable file (what ``kernel.metal`` holds)."""
+        head = f"// header\n{self.header.strip()}\n\n" if self.header.strip() else ""
+        return f"{head}// body of the metal_kernel `{self.kernel}`\n{self.body.strip()}\n"
+
+
+def constructs() -> dict[str, str]:
+    """CUDA's own spellings among the concept rules' markers -> the first rule naming each
+    (what coverage and TODO notes count, with the rewrite table's spellings)."""
+    from kb.rules_match import _marker_tokens
+
+    out: dict[str, str] = {}
+    for rule in load_rules():
+        for marker in rule.markers:
+            toks = _marker_tokens(marker.split(" && ")[0])
+            first = toks[0] if toks else ""
+            if _is_cuda_name(first):
+                out.setdefault(first, rule.id)
+    return out
+
+
+def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = None,
+                     grid: list | None = None, block: list | None = None,
+                     shared_mem: str | int = 0, where: str = "<source>",
+                     strict: bool = True) -> Translation:
+    """Translate ``kernel`` (a name, optionally with template arguments: ``softmax<256>``) of
+    the CUDA source ``src``. ``roles`` (in/out/inout/scalar by parameter) default to what the
+    code implies; ``grid``/``block`` are the CUDA launch (expressions over size symbols).
+    ``strict=False`` leaves template parameters without values symbolic (for coverage counts)."""
+    info = analyze_kernel(src, kernel, where, roles, strict)
+    table = load_rewrites()
+    ctx = Context(table=table, constructs=constructs())
+    ctx.device_ptrs = {p.name for p in info.params if p.pointer}
+    ctx.shared = set(info.shared)
+    ctx.atomic = set(info.atomic_names)
+    ctx.atomic_scalars = set(info.atomic_scalars)
+    ctx.inout = dict(info.first_write)
+    ctx.aliases = dict(info.aliases)
+    ctx.split_params = {fn: set(ix) for fn, ix in info.split_params.items()}
+    ctx.ref_params = {fn: set(ix) for fn, ix in info.ref_params.items()}
+    ctx.readonly = {p.name for p in info.params
+                    if p.pointer and info.roles.get(p.name) in ("in", "scalar")}
+    ctx.constructs = {k: v for k, v in ctx.constructs.items() if k not in info.local_names}
+    ctx.extra_params = {fn: list(attrs) for fn, attrs in info.attribute_params.items()}
+    ctx.tg_params = {fn: set(ix) for fn, ix in info.threadgroup_params.items()}
+    if info.extern_shared:
+        ctx.smem_sizes = {name: f"KPORT_SMEM_BYTES / sizeof({ty})"
+                          for name, ty in info.extern_shared.items()}
+    data = info.data
+    header_parts = []
+    for node in info.header_nodes:
+        text = _emit_function(node, data, ctx).strip()
+        if node.type in ("struct_specifier", "enum_specifier") and not text.endswith(";"):
+            text += ";"
+        header_parts.append(text)
+    body_node = info.kernel_node.child_by_field_name("body")
+    inner = Emitter(data, ctx, in_kernel=True)
+    kids = body_node.children
+    parts, pos = [], kids[0].end_byte
+    for c in kids[1:-1]:
+        parts.append(data[pos:c.start_byte].decode(errors="replace"))
+        parts.append(inner.emit(c))
+        pos = c.end_byte
+    parts.append(data[pos:kids[-1].start_byte].decode(errors="replace"))
+    body = "".join(parts)
+    rules = {r.id: r for r in load_rules()}
+    tr = Translation(
+        kernel=info.name, body=_dedent(body), header="\n".join(p for p in header_parts if p),
+        inputs=info.inputs, outputs=info.outputs, roles=info.roles, dtypes=info.dtypes,
+        template=dict(info.template),
+        grid=[f"({g}) * ({b})" for g, b in zip(_dims(grid), _dims(block), strict=True)]
+        if grid is not None and block is not None else [],
+        threadgroup=[str(b) for b in _dims(block)] if block is not None else [],
+        atomic_outputs=bool(info.atomic_names & set(info.outputs_cuda)),
+        todos=[Todo(r, c, line, rules[r].metal if r in rules else "") for r, c, line in
+               ctx.todos],
+        mapped=ctx.mapped, unmapped=ctx.todo, rules_used=sorted(ctx.rules_used),
+        notes=list(info.notes), guessed=list(info.guessed))
+    if tr.atomic_outputs:
+        tr.init_value = 0.0
+        tr.notes.append("outputs are atomic (MLX atomic_outputs=True) and start at 0 "
+                        "(init_value=0, as a cudaMemset before the launch would)")
+    if info.extern_shared:
+        tr.template["KPORT_SMEM_BYTES"] = str(shared_mem)
+    return tr
+
+
+def _emit_function(fn, data: bytes, ctx: Context) -> str:
+    return Emitter(data, ctx, in_kernel=False).emit(fn)
+
+
+def _dims(v: list | None) -> list:
+    v = list(v or [])
+    return (v + [1, 1, 1])[:3]
+
+
+def _dedent(text: str) -> str:
+    lines = text.strip("\n").splitlines()
+    indents = [len(ln) - len(ln.lstrip()) for ln in lines if ln.strip()]
+    cut = min(indents) if indents else 0
+    return "\n".join(ln[cut:] for ln in lines) + "\n"
+
+
+__all__ = ["ATTRIBUTES", "KernelInfo", "Todo", "Translation", "TranslateError",
+           "translate_kernel"]

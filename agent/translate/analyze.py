@@ -1,0 +1,528 @@
+"""What the translator needs to know about a CUDA kernel before emitting Metal: its parameters
+and their roles, the functions it calls, shared memory, atomics, in-place arguments, template
+parameters, the file-scope definitions it uses, and which header functions need the kernel's
+attributes passed in. Read from the tree-sitter AST."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from kb.parse import parse
+from runners.errors import KportError
+
+BUILTIN_ATTRS = {"threadIdx": "thread_position_in_threadgroup",
+                 "blockIdx": "threadgroup_position_in_grid",
+                 "blockDim": "threads_per_threadgroup", "gridDim": "threadgroups_per_grid"}
+ATTR_TYPES = {"thread_position_in_threadgroup": "uint3", "threadgroup_position_in_grid": "uint3",
+              "threads_per_threadgroup": "uint3", "threadgroups_per_grid": "uint3",
+              "thread_index_in_simdgroup": "uint"}
+TYPE_DTYPES = {"float": "float32", "half": "float16", "__half": "float16",
+               "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16", "int": "int32",
+               "unsigned": "uint32", "unsigned int": "uint32", "uint": "uint32",
+               "int8_t": "int8", "uint8_t": "uint8", "signed char": "int8",
+               "unsigned char": "uint8", "short": "int16", "int16_t": "int16",
+               "unsigned short": "uint16", "uint16_t": "uint16", "int32_t": "int32",
+               "uint32_t": "uint32", "bool": "bool", "int64_t": "int64", "long": "int64",
+               "long long": "int64", "uint64_t": "uint64", "unsigned long long": "uint64",
+               "double": "float64"}
+ATOMIC_FNS = {"atomicAdd", "atomicSub", "atomicMax", "atomicMin", "atomicAnd", "atomicOr",
+              "atomicXor", "atomicExch", "atomicCAS", "atomicInc", "atomicDec"}
+
+
+class TranslateError(KportError):
+    """The kernel cannot be found or parsed; the message names the file and kernel."""
+
+
+@dataclass
+class Param:
+    name: str
+    type: str  # element type for pointers, the type for scalars
+    pointer: bool
+    const: bool
+
+
+@dataclass
+class KernelInfo:
+    data: bytes
+    name: str
+    kernel_node: Node
+    params: list[Param]
+    roles: dict[str, str]
+    dtypes: dict[str, str]
+    inputs: list[str]
+    outputs: list[str]
+    outputs_cuda: list[str]
+    callees: list[Node]
+    header_nodes: list[Node]
+    template: list[tuple[str, int | str]]
+    shared: list[str] = field(default_factory=list)
+    extern_shared: dict[str, str] = field(default_factory=dict)
+    atomic_names: set[str] = field(default_factory=set)
+    atomic_scalars: set[str] = field(default_factory=set)
+    first_write: dict[str, int] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    split_params: dict[str, set[int]] = field(default_factory=dict)
+    ref_params: dict[str, set[int]] = field(default_factory=dict)
+    attribute_params: dict[str, list[str]] = field(default_factory=dict)
+    threadgroup_params: dict[str, set[int]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    guessed: list[str] = field(default_factory=list)
+    local_names: set[str] = field(default_factory=set)  # functions defined in the file
+
+
+def _text(n: Node, data: bytes) -> str:
+    return data[n.start_byte:n.end_byte].decode(errors="replace")
+
+
+def _walk(node: Node):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(n.children))
+
+
+def _fn_name(fn: Node, data: bytes) -> str | None:
+    for n in _walk(fn.child_by_field_name("declarator") or fn):
+        if n.type == "function_declarator":
+            d = n.child_by_field_name("declarator")
+            if d is None:
+                return None
+            if d.type == "template_function":
+                d = d.child_by_field_name("name") or d
+            return _text(d, data).split("::")[-1]
+    return None
+
+
+def _device_code(fn: Node, data: bytes) -> bool:
+    """Can device code call it: __global__/__device__ or constexpr (host-only ones cannot)."""
+    head = _text(fn, data).split("{", 1)[0].split()
+    return any(w in head for w in ("__device__", "__global__", "constexpr"))
+
+
+def _functions(root: Node, data: bytes) -> dict[str, tuple[Node, Node]]:
+    """name -> (function_definition, the node to emit: its template_declaration if any), for
+    the functions device code can call."""
+    out: dict[str, tuple[Node, Node]] = {}
+    for n in _walk(root):
+        if n.type == "function_definition" and _device_code(n, data):
+            name = _fn_name(n, data)
+            outer = n.parent if n.parent is not None and n.parent.type == \
+                "template_declaration" else n
+            if name and name not in out:
+                out[name] = (n, outer)
+    return out
+
+
+def _params(fn: Node, data: bytes) -> list[Param]:
+    decl = next(n for n in _walk(fn) if n.type == "function_declarator")
+    plist = decl.child_by_field_name("parameters")
+    out = []
+    for p in plist.named_children if plist else []:
+        if p.type != "parameter_declaration":
+            continue
+        ty = " ".join(_text(c, data) for c in p.named_children
+                      if c.type in ("primitive_type", "type_identifier", "sized_type_specifier",
+                                    "template_type", "qualified_identifier"))
+        pointer = any(n.type in ("pointer_declarator", "abstract_pointer_declarator")
+                      for n in _walk(p))
+        const = any(c.type == "type_qualifier" and _text(c, data) == "const"
+                    for c in p.children)
+        names = [n for n in _walk(p.child_by_field_name("declarator") or p)
+                 if n.type == "identifier"]
+        if names:
+            out.append(Param(_text(names[-1], data), ty, pointer, const and pointer))
+    return out
+
+
+def _root(node: Node, data: bytes) -> str | None:
+    while node is not None and node.type in ("subscript_expression", "pointer_expression",
+                                             "parenthesized_expression", "binary_expression",
+                                             "cast_expression", "field_expression",
+                                             "call_expression"):
+        if node.type == "call_expression":  # reinterpret_cast<float4*>(x) views x
+            fn = node.child_by_field_name("function")
+            args = node.child_by_field_name("arguments")
+            if fn is None or "_cast" not in _text(fn, data) or args is None or \
+                    not args.named_children:
+                return None
+            node = args.named_children[0]
+        elif node.type == "subscript_expression":
+            node = node.child_by_field_name("argument")
+        elif node.type == "binary_expression":
+            node = node.child_by_field_name("left")
+        elif node.type == "cast_expression":
+            node = node.child_by_field_name("value")
+        elif node.type == "field_expression":
+            node = node.child_by_field_name("argument")
+        else:
+            node = node.named_children[-1] if node.named_children else None
+    return _text(node, data) if node is not None and node.type == "identifier" else None
+
+
+def _callee_refs(callees: dict[str, tuple[Node, Node]], data: bytes) -> dict[str, set[int]]:
+    """For each function, the indexes of its non-const reference parameters."""
+    out: dict[str, set[int]] = {}
+    for name, (fn, _) in callees.items():
+        decl = next(n for n in _walk(fn) if n.type == "function_declarator")
+        plist = decl.child_by_field_name("parameters")
+        params = [c for c in (plist.named_children if plist else [])
+                  if c.type == "parameter_declaration"]
+        out[name] = {i for i, p in enumerate(params)
+                     if any(n.type == "reference_declarator" for n in _walk(p))
+                     and not any(c.type == "type_qualifier" and _text(c, data) == "const"
+                                 for c in p.children)}
+    return out
+
+
+def _callee_writes(callees: dict[str, tuple[Node, Node]], data: bytes) -> dict[str, set[int]]:
+    """For each function, the indexes of its non-const pointer or reference parameters."""
+    out: dict[str, set[int]] = {}
+    for name, (fn, _) in callees.items():
+        decl = next(n for n in _walk(fn) if n.type == "function_declarator")
+        plist = decl.child_by_field_name("parameters")
+        idx = set()
+        for i, p in enumerate(c for c in (plist.named_children if plist else [])
+                              if c.type == "parameter_declaration"):
+            ref = any(n.type in ("pointer_declarator", "reference_declarator")
+                      for n in _walk(p))
+            const = any(c.type == "type_qualifier" and _text(c, data) == "const"
+                        for c in p.children)
+            if ref and not const:
+                idx.add(i)
+        out[name] = idx
+    return out
+
+
+def _template(outer: Node, spec_args: list[str], data: bytes, where: str,
+              strict: bool = True) -> list[tuple]:
+    if outer.type != "template_declaration":
+        return []
+    plist = outer.child_by_field_name("parameters")
+    names = []
+    for p in plist.named_children if plist else []:
+        ids = [n for n in _walk(p) if n.type in ("identifier", "type_identifier")]
+        typed = p.type in ("type_parameter_declaration", "optional_type_parameter_declaration")
+        if ids:
+            names.append((_text(ids[-1], data), typed))
+    out = []
+    for i, (name, typed) in enumerate(names):
+        if i >= len(spec_args) and not strict:
+            out.append((name, name))  # left symbolic: a coverage count needs no values
+            continue
+        if i >= len(spec_args):
+            raise TranslateError(f"{where}: template parameter {name!r} has no value; name the "
+                                 "kernel with its arguments, e.g. --kernel 'k<256>'")
+        v = spec_args[i].strip()
+        if typed:
+            out.append((name, TYPE_DTYPES.get(v, v)))
+        else:
+            out.append((name, int(v, 0) if v.lstrip("-").isdigit() or v.startswith("0x")
+                        else {"true": True, "false": False}.get(v, v)))
+    return out
+
+
+def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | None = None,
+                   strict: bool = True) -> KernelInfo:
+    """Everything the emitter needs about ``kernel`` in ``src``; TranslateError when it is not
+    there."""
+    data = src.encode()
+    root = parse(data, "cuda")
+    name, _, rest = kernel.partition("<")
+    spec_args = [a for a in rest.rstrip(">").split(",") if a.strip()] if rest else []
+    funcs = _functions(root, data)
+    if name not in funcs:
+        kernels = sorted(n for n, (f, _) in funcs.items() if "__global__" in _text(f, data)
+                         .split("(")[0])
+        raise TranslateError(f"{where}: no kernel named {name!r}; kernels here: "
+                             f"{', '.join(kernels) or 'none'}")
+    kfn, kouter = funcs[name]
+    params = _params(kfn, data)
+    body = kfn.child_by_field_name("body")
+    # the functions the kernel calls, transitively, callees first
+    order: list[str] = []
+
+    def visit(fn: Node) -> None:
+        for n in _walk(fn):
+            if n.type == "call_expression":
+                f = n.child_by_field_name("function")
+                if f is None:
+                    continue
+                if f.type == "template_function":
+                    f = f.child_by_field_name("name") or f
+                callee = _text(f, data).split("::")[-1]
+                if callee in funcs and callee not in order and callee != name:
+                    order.append(callee)
+                    visit(funcs[callee][0])
+                    order.remove(callee)
+                    order.append(callee)
+
+    visit(kfn)
+    callee_nodes = {n: funcs[n] for n in order}
+    writes_through = _callee_writes(callee_nodes, data)
+    info = KernelInfo(data, name, kfn, params, {}, {}, [], [], [], [], [],
+                      _template(kouter, spec_args, data, where, strict))
+    written: dict[str, int] = {}
+    read: set[str] = set()
+    atomic_roots: set[str] = set()
+    for n in _walk(body):
+        if n.type in ("assignment_expression", "update_expression"):
+            target = n.child_by_field_name("left") or n.child_by_field_name("argument")
+            r = _root(target, data) if target is not None else None
+            if r:  # a write takes effect at the end of its expression (x[i] = x[i] + 1)
+                written[r] = min(written.get(r, n.end_byte), n.end_byte)
+                op = n.child_by_field_name("operator")
+                if n.type == "update_expression" or (op is not None and _text(op, data) != "="):
+                    read.add(r)
+        elif n.type == "call_expression":
+            f = n.child_by_field_name("function")
+            fname = _text(f, data) if f is not None else ""
+            args = [a for a in (n.child_by_field_name("arguments").named_children
+                                if n.child_by_field_name("arguments") else [])]
+            if fname in ATOMIC_FNS and args:
+                r = _root(args[0], data)
+                if r:
+                    atomic_roots.add(r)
+                    written[r] = min(written.get(r, n.end_byte), n.end_byte)
+            for i in writes_through.get(fname, ()):
+                if i < len(args) and (r := _root(args[i], data)):
+                    written[r] = min(written.get(r, n.end_byte), n.end_byte)
+                    read.add(r)
+        elif n.type == "subscript_expression" or (n.type == "pointer_expression"
+                                                  and _text(n, data).startswith("*")):
+            r = _root(n, data)
+            p = n.parent
+            stored = p is not None and p.type == "assignment_expression" and \
+                p.child_by_field_name("left") == n and \
+                _text(p.child_by_field_name("operator"), data) == "="
+            addressed = p is not None and p.type == "pointer_expression" and \
+                _text(p, data).startswith("&")
+            if r and not stored and not addressed:
+                read.add(r)
+        elif n.type == "declaration" and "__shared__" in _text(n, data):
+            _shared_decl(n, data, info)
+    for cname in order:  # shared memory declared inside the functions the kernel calls
+        for n in _walk(funcs[cname][0]):
+            if n.type == "declaration" and "__shared__" in _text(n, data):
+                _shared_decl(n, data, info)
+    pnames = {p.name for p in params if p.pointer}
+    views: dict[str, str] = {}
+    for n in _walk(body):  # float* row = q + r * n: what row reads and writes is q's
+        if n.type == "init_declarator":
+            decl, value = n.child_by_field_name("declarator"), n.child_by_field_name("value")
+            if decl is not None and decl.type == "pointer_declarator" and value is not None:
+                r = _root(value, data)
+                r = views.get(r, r)
+                if r in pnames:
+                    ids = [x for x in _walk(decl) if x.type == "identifier"]
+                    if ids:
+                        views[_text(ids[0], data)] = r
+    for alias, target in views.items():
+        if alias in written:
+            written[target] = min(written.get(target, written[alias]), written[alias])
+        if alias in read:
+            read.add(target)
+    for p in params:
+        info.dtypes[p.name] = p.type
+        if roles and p.name in roles:
+            role = roles[p.name]
+        elif not p.pointer:
+            role = "scalar"
+        elif p.const or p.name not in written:
+            role = "in"
+        else:
+            role = "inout" if p.name in read else "out"
+            info.guessed.append(f"{p.name}: role {role} (non-const pointer, "
+                                f"{'read and ' if role == 'inout' else ''}written)")
+        info.roles[p.name] = role
+    for p in params:
+        role = info.roles[p.name]
+        if role in ("in", "inout", "scalar"):
+            info.inputs.append(p.name)
+        if role in ("out", "inout"):
+            info.outputs.append(p.name if role == "out" else f"{p.name}_out")
+            info.outputs_cuda.append(p.name)
+        if role == "inout":
+            info.first_write[p.name] = written.get(p.name, body.end_byte)
+    inout = {p.name for p in params if info.roles[p.name] == "inout"}
+    for n in _walk(body):  # local pointers that view an in-place argument
+        if n.type == "declaration" and "*" in _text(n, data):
+            for d in n.named_children:
+                if d.type == "init_declarator":
+                    decl, value = d.child_by_field_name("declarator"), \
+                        d.child_by_field_name("value")
+                    if decl is not None and decl.type == "pointer_declarator" and \
+                            value is not None and _root(value, data) in inout:
+                        alias = _text([x for x in _walk(decl) if x.type == "identifier"][0],
+                                      data)
+                        info.aliases[alias] = _root(value, data)
+                        info.first_write[alias] = written.get(alias, body.end_byte)
+    # in-place data handed to a function that writes through its pointer: that parameter
+    # becomes a read pointer plus a write pointer, with its own first write inside the callee
+    viewed = inout | set(info.aliases)
+    for n in _walk(body):
+        if n.type != "call_expression":
+            continue
+        f = n.child_by_field_name("function")
+        fname = _text(f, data).split("<")[0] if f is not None else ""
+        args = n.child_by_field_name("arguments")
+        for i in writes_through.get(fname, ()):
+            if args is not None and i < len(args.named_children) and \
+                    _root(args.named_children[i], data) in viewed:
+                info.split_params.setdefault(fname, set()).add(i)
+    info.ref_params = {f: ix for f, ix in _callee_refs(callee_nodes, data).items() if ix}
+    info.split_params = {f: ix - info.ref_params.get(f, set())
+                         for f, ix in info.split_params.items()}
+    info.split_params = {f: ix for f, ix in info.split_params.items() if ix}
+    for fname, idx in info.split_params.items():
+        cfn = funcs[fname][0]
+        cparams = _params(cfn, data)
+        cbody = cfn.child_by_field_name("body")
+        for i in idx:
+            pname = cparams[i].name
+            first = cbody.end_byte
+            for m in _walk(cbody):
+                if m.type in ("assignment_expression", "update_expression"):
+                    t = m.child_by_field_name("left") or m.child_by_field_name("argument")
+                    if t is not None and _root(t, data) == pname:
+                        first = min(first, m.end_byte)
+            info.first_write[pname] = first
+    for r in atomic_roots:
+        if info.roles.get(r) in ("out", "inout"):
+            info.atomic_names |= {p for p, role in info.roles.items() if role in ("out",)}
+            info.atomic_names.add(r)
+        elif r in info.shared:
+            info.atomic_names.add(r)
+        elif r in info.atomic_scalars:
+            pass
+    info.atomic_scalars = {s for s in info.atomic_scalars if s in atomic_roots}
+    info.callees = [funcs[n][1] for n in order]
+    info.local_names = set(funcs)
+    info.attribute_params = _attribute_params(callee_nodes, order, data)
+    info.threadgroup_params = _threadgroup_params(body, set(info.shared), data, funcs)
+    info.header_nodes = _header_nodes(root, data, kfn, set(order), [funcs[n][0] for n in order])
+    return info
+
+
+def _shared_decl(n: Node, data: bytes, info: KernelInfo) -> None:
+    for d in n.named_children:
+        if d.type in ("array_declarator", "identifier", "init_declarator"):
+            ids = [x for x in _walk(d) if x.type == "identifier"]
+            if not ids:
+                continue
+            name = _text(ids[0], data)
+            if "extern" in _text(n, data):
+                ty = " ".join(_text(c, data) for c in n.named_children
+                              if c.type in ("primitive_type", "type_identifier",
+                                            "sized_type_specifier"))
+                info.extern_shared[name] = ty
+            info.shared.append(name)
+            if d.type == "identifier":
+                info.atomic_scalars.add(name)
+
+
+def _attribute_params(callees: dict[str, tuple[Node, Node]], order: list[str],
+                      data: bytes) -> dict[str, list[str]]:
+    direct: dict[str, set[str]] = {}
+    calls: dict[str, set[str]] = {}
+    for name, (fn, _) in callees.items():
+        uses, cs = set(), set()
+        for n in _walk(fn):
+            t = _text(n, data) if n.child_count == 0 else ""
+            if t in BUILTIN_ATTRS:
+                uses.add(BUILTIN_ATTRS[t])
+            if n.type == "call_expression":
+                f = n.child_by_field_name("function")
+                args = n.child_by_field_name("arguments")
+                fname = _text(f, data) if f is not None else ""
+                if fname == "__shfl_sync" and args is not None and len(args.named_children) == 4:
+                    uses.add("thread_index_in_simdgroup")
+                cs.add(fname.split("<")[0])
+        direct[name], calls[name] = uses, cs
+    total: dict[str, set[str]] = {}
+    for name in order:  # callees first, so their sets are complete
+        total[name] = set(direct[name])
+        for c in calls[name]:
+            total[name] |= total.get(c, set())
+    return {n: sorted(a) for n, a in total.items() if a}
+
+
+def _threadgroup_params(body: Node, shared: set[str], data: bytes, funcs) -> dict[str, set[int]]:
+    out: dict[str, set[int]] = {}
+    for n in _walk(body):
+        if n.type == "call_expression":
+            f = n.child_by_field_name("function")
+            args = n.child_by_field_name("arguments")
+            fname = _text(f, data).split("<")[0] if f is not None else ""
+            if fname in funcs and args is not None:
+                for i, a in enumerate(args.named_children):
+                    if _root(a, data) in shared:
+                        out.setdefault(fname, set()).add(i)
+    return out
+
+
+def _declared_names(n: Node, data: bytes) -> set[str]:
+    """The names a file-scope item defines (not the ones it merely mentions)."""
+    while n.type == "template_declaration" and n.named_children:
+        n = n.named_children[-1]
+    if n.type in ("preproc_def", "preproc_function_def", "struct_specifier", "class_specifier",
+                  "enum_specifier", "alias_declaration", "namespace_alias_definition"):
+        name = n.child_by_field_name("name")
+        return {_text(name, data)} if name is not None else set()
+    out = set()
+    if n.type in ("declaration", "type_definition", "field_declaration"):
+        for c in n.named_children:
+            if c.type in ("struct_specifier", "class_specifier", "enum_specifier"):
+                out |= _declared_names(c, data)
+        for d in n.children_by_field_name("declarator"):
+            ids = [x for x in _walk(d) if x.type in ("identifier", "type_identifier",
+                                                      "field_identifier")]
+            if ids:
+                out.add(_text(ids[0], data))
+    if n.type == "function_definition":
+        name = _fn_name(n, data)
+        if name:
+            out.add(name)
+    return out
+
+
+def _header_nodes(root: Node, data: bytes, kernel: Node, callee_names: set[str],
+                  callees: list[Node]) -> list[Node]:
+    """File-scope items the kernel's code needs, in file order: the #defines, constants,
+    structs, typedefs and template prototypes it uses (and what those use), and every
+    definition or declaration of the functions it calls (overloads and specialisations)."""
+    items: list[Node] = []
+
+    def visit(parent: Node) -> None:
+        for n in parent.children:
+            if n.type in ("namespace_definition", "linkage_specification", "declaration_list"):
+                visit(n.child_by_field_name("body") or n)
+            elif n.type not in ("preproc_include", "comment", "using_declaration"):
+                items.append(n)
+
+    visit(root)
+    used = set()
+    for fn in [kernel, *callees]:
+        used |= {_text(n, data) for n in _walk(fn) if n.child_count == 0}
+    keep: set[int] = set()
+    changed = True
+    while changed:  # what a kept item uses is needed too
+        changed = False
+        for i, n in enumerate(items):
+            if i in keep:
+                continue
+            inner = n
+            while inner.type == "template_declaration" and inner.named_children:
+                inner = inner.named_children[-1]
+            if inner.type == "function_definition":
+                wanted = _fn_name(inner, data) in callee_names and _device_code(inner, data)
+            else:
+                wanted = bool(_declared_names(n, data) & used) and \
+                    "__global__" not in _text(n, data)
+            if wanted:
+                keep.add(i)
+                used |= {_text(x, data) for x in _walk(n) if x.child_count == 0}
+                changed = True
+    return [n for i, n in enumerate(items) if i in keep]

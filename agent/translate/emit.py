@@ -1,0 +1,526 @@
+"""The translator's emitter: one CUDA function's tree-sitter AST -> Metal text.
+
+Leaves are copied with the source's own spacing and comments; a node is replaced when a rewrite
+of kb/rules/rewrites.toml matches it (calls, builtins, qualifiers) or a structural rule applies:
+address spaces on pointer declarations and casts, atomic outputs and threadgroup atomics,
+in-place (inout) arguments, builtins passed into header functions, dynamic shared memory. Every
+CUDA construct the rules know is counted as mapped or left with a ``KPORT-TODO(rule)`` note.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from tree_sitter import Node
+
+from kb.rewrites import RewriteTable
+
+# Metal attribute names the rewrites produce, with their MLX types: MLX declares them only for
+# the kernel body, so header functions that use them get them as extra parameters.
+ATTRIBUTES = {"thread_position_in_threadgroup": "uint3", "threadgroup_position_in_grid": "uint3",
+              "threads_per_threadgroup": "uint3", "threadgroups_per_grid": "uint3",
+              "thread_position_in_grid": "uint3", "thread_index_in_simdgroup": "uint"}
+ATOMIC_CALLS = {"atomicAdd": "atomic_fetch_add_explicit", "atomicSub": "atomic_fetch_sub_explicit",
+                "atomicMax": "atomic_fetch_max_explicit", "atomicMin": "atomic_fetch_min_explicit",
+                "atomicAnd": "atomic_fetch_and_explicit", "atomicOr": "atomic_fetch_or_explicit",
+                "atomicXor": "atomic_fetch_xor_explicit", "atomicExch": "atomic_exchange_explicit"}
+ATOMIC_RULES = {"atomicAdd": "atomics.add_float_device", "atomicSub": "atomics.sub",
+                "atomicMax": "atomics.min_max_int", "atomicMin": "atomics.min_max_int",
+                "atomicAnd": "atomics.and", "atomicOr": "atomics.or", "atomicXor": "atomics.xor",
+                "atomicExch": "atomics.exch"}
+COMPOUND_ATOMIC = {"+=": "atomic_fetch_add_explicit", "-=": "atomic_fetch_sub_explicit",
+                   "&=": "atomic_fetch_and_explicit", "|=": "atomic_fetch_or_explicit",
+                   "^=": "atomic_fetch_xor_explicit"}
+RELAXED = "memory_order_relaxed"
+_NAMES = {"identifier", "type_identifier", "primitive_type", "field_identifier",
+          "namespace_identifier"}
+
+
+@dataclass
+class Context:
+    """What the emitter knows about the kernel being translated."""
+
+    table: RewriteTable
+    constructs: dict[str, str]  # CUDA spelling -> the rule id that names it
+    device_ptrs: set[str] = field(default_factory=set)  # names of device-memory pointers
+    shared: set[str] = field(default_factory=set)  # threadgroup arrays
+    atomic: set[str] = field(default_factory=set)  # names whose accesses must be atomic
+    atomic_scalars: set[str] = field(default_factory=set)  # threadgroup atomic scalars
+    inout: dict[str, int] = field(default_factory=dict)  # inout arg -> byte of its first write
+    aliases: dict[str, str] = field(default_factory=dict)  # local pointer -> the inout it views
+    readonly: set[str] = field(default_factory=set)  # names of const device pointers (inputs)
+    split_params: dict[str, set[int]] = field(default_factory=dict)  # fn -> in-place params
+    ref_params: dict[str, set[int]] = field(default_factory=dict)  # fn -> non-const refs
+    extra_params: dict[str, list[str]] = field(default_factory=dict)  # fn -> attribute params
+    tg_params: dict[str, set[int]] = field(default_factory=dict)  # fn -> threadgroup ptr params
+    smem_sizes: dict[str, str] = field(default_factory=dict)  # extern shared name -> size expr
+    mapped: Counter = field(default_factory=Counter)
+    todo: Counter = field(default_factory=Counter)
+    todos: list[tuple[str, str, int]] = field(default_factory=list)  # (rule, construct, line)
+    rules_used: set[str] = field(default_factory=set)
+
+
+class Emitter:
+    def __init__(self, data: bytes, ctx: Context, in_kernel: bool):
+        self.data, self.ctx, self.in_kernel = data, ctx, in_kernel
+
+    def text(self, n: Node) -> str:
+        return self.data[n.start_byte:n.end_byte].decode(errors="replace")
+
+    def emit(self, node: Node) -> str:
+        """``node`` as Metal."""
+        special = self._special(node)
+        if special is not None:
+            return special
+        if node.child_count == 0:
+            return self._leaf(node)
+        out, pos = [], node.start_byte
+        for c in node.children:
+            out.append(self.data[pos:c.start_byte].decode(errors="replace"))
+            out.append(self.emit(c))
+            pos = c.end_byte
+        out.append(self.data[pos:node.end_byte].decode(errors="replace"))
+        return "".join(out)
+
+    # -- leaves: builtins, qualifiers, same-in-Metal spellings, unmapped constructs
+    def _leaf(self, node: Node) -> str:
+        t = self.text(node)
+        ctx = self.ctx
+        for table in (ctx.table.idents, ctx.table.tokens):
+            if t in table:
+                self._mapped(t, table[t].rule)
+                return table[t].to
+        if t in ctx.table.same:
+            self._mapped(t, ctx.table.same[t].rule)
+            return t
+        if t in ctx.constructs and (node.type == t or node.type in _NAMES):
+            return self._todo(t, ctx.constructs[t], node)
+        return t
+
+    def emit_children_between(self, node: Node) -> str:
+        """The children of a bracketed node (its first and last child dropped), emitted."""
+        kids = node.children
+        out, pos = [], kids[0].end_byte
+        for c in kids[1:-1]:
+            out.append(self.data[pos:c.start_byte].decode(errors="replace"))
+            out.append(self.emit(c))
+            pos = c.end_byte
+        out.append(self.data[pos:kids[-1].start_byte].decode(errors="replace"))
+        return "".join(out)
+
+    def _mapped(self, construct: str, rule: str) -> None:
+        self.ctx.mapped[construct] += 1
+        self.ctx.rules_used.add(rule)
+
+    def _todo(self, construct: str, rule: str, node: Node, why: str = "") -> str:
+        self.ctx.todo[construct] += 1
+        self.ctx.todos.append((rule, construct, node.start_point[0] + 1))
+        note = f": {why}" if why else ""
+        return f"{self.text(node)} /* KPORT-TODO({rule}){note} */"
+
+    # -- structural rewrites
+    def _special(self, node: Node) -> str | None:
+        t = node.type
+        if t == "expression_statement" and node.named_children and \
+                node.named_children[0].type == "call_expression":
+            temps = self._ref_temps(node.named_children[0])
+            if temps is not None:
+                return temps
+        if t == "call_expression":
+            return self._call(node)
+        if t == "assignment_expression":
+            return self._assignment(node)
+        if self._atomic_read(node):
+            return f"atomic_load_explicit(&{self._plain(node)}, {RELAXED})"
+        if t == "identifier":
+            return self._inout_name(node)
+        if t in ("parameter_declaration", "declaration", "type_descriptor", "field_declaration"):
+            return self._declaration(node)
+        if t == "parameter_list" and not self.in_kernel:
+            fn = self._enclosing_fn(node)
+            extra = self.ctx.extra_params.get(fn or "")
+            if extra:
+                inner = self.data[node.start_byte + 1:node.end_byte - 1].decode()
+                done = self.emit_children_between(node)
+                decls = ", ".join(f"{ATTRIBUTES[a]} {a}" for a in extra)
+                return f"({done}{', ' if inner.strip() else ''}{decls})"
+        if t == "sized_type_specifier":
+            words = self.text(node).split()
+            if words.count("long") == 2:
+                self._mapped("long long", "types.long_long")
+                return "ulong" if "unsigned" in words else "long"
+        if t == "launch_bounds":
+            self._mapped("__launch_bounds__", "launch.launch_bounds")
+            return ""
+        return None
+
+    def _args(self, call: Node) -> list[Node]:
+        args = call.child_by_field_name("arguments")
+        return [a for a in (args.named_children if args else []) if a.type != "comment"]
+
+    def _call(self, node: Node) -> str | None:
+        fn = node.child_by_field_name("function")
+        if fn is None:
+            return None
+        name = self.text(fn)
+        args = self._args(node)
+        rw = self.ctx.table.calls.get((name, len(args)))
+        if rw is not None:
+            self._mapped(name, rw.rule)
+            filled = [self.emit(a) for a in args]
+            return rw.to.format(*filled)
+        if name in ATOMIC_CALLS and args:
+            return self._atomic_call(name, node, args)
+        if name == "atomicCAS" and len(args) == 3 and self._atomic_root(args[0]):
+            self._mapped(name, "atomics.cas")
+            a, cmp_, val = (self.emit(x) for x in args)
+            return (f"({{auto kp_e = {cmp_}; atomic_compare_exchange_weak_explicit({a}, &kp_e, "
+                    f"{val}, {RELAXED}, {RELAXED}); kp_e;}})")
+        base = name.split("<")[0]
+        extra = self.ctx.extra_params.get(base, [])
+        split = self.ctx.split_params.get(base, set())
+        if extra or split:  # attributes passed in; in-place data as a read and a write pointer
+            parts = []
+            for i, a in enumerate(args):
+                parts += [self._read_version(a), self._plain_out(a)] if i in split \
+                    else [self.emit(a)]
+            return f"{self.emit(fn)}({', '.join(parts + extra)})"
+        return None
+
+    def _ref_temps(self, call: Node) -> str | None:
+        """``f(v.x, y[i]);`` with f taking ``float&``: Metal binds no reference to a vector
+        element, and a thread reference not to device memory, so pass temporaries and write
+        them back: ``{ auto kp0 = v.x; ...; f(kp0, ...); v.x = kp0; }``."""
+        fn = call.child_by_field_name("function")
+        if fn is None:
+            return None
+        refs = self.ctx.ref_params.get(self.text(fn).split("<")[0], set())
+        args = self._args(call)
+        picked = [i for i in sorted(refs) if i < len(args) and self._needs_temp(args[i])]
+        if not picked:
+            return None
+        pre, post, parts = [], [], []
+        for i, a in enumerate(args):
+            if i in picked:
+                tmp = f"kp_ref{i}"
+                pre.append(f"auto {tmp} = {self._read_version(a)};")
+                post.append(f"{self._plain_out(a)} = {tmp};")
+                parts.append(tmp)
+            else:
+                parts.append(self.emit(a))
+        base = self.text(fn).split("<")[0]
+        extra = self.ctx.extra_params.get(base, [])
+        return (f"{{ {' '.join(pre)} {self.emit(fn)}({', '.join(parts + extra)}); "
+                f"{' '.join(post)} }}")
+
+    def _needs_temp(self, arg: Node) -> bool:
+        if arg.type == "field_expression":
+            f = arg.child_by_field_name("field")
+            if f is not None and self.text(f) in ("x", "y", "z", "w", "r", "g", "b", "a"):
+                return True
+        root = self._root_name(arg)
+        return root in (set(self.ctx.inout) | self.ctx.device_ptrs | self.ctx.shared)
+
+    def _read_version(self, node: Node) -> str:
+        saved = self.ctx.inout
+        self.ctx.inout = {k: 1 << 62 for k in saved}  # every use reads the input
+        try:
+            return self.emit(node)
+        finally:
+            self.ctx.inout = saved
+
+    def _atomic_call(self, name: str, node: Node, args: list[Node]) -> str:
+        target = args[0]
+        if not self._atomic_root(target):
+            return self._todo(name, ATOMIC_RULES[name], node.child_by_field_name("function"),
+                              "not on an output or a threadgroup int array") + \
+                self.emit(node.child_by_field_name("arguments"))
+        self._mapped(name, ATOMIC_RULES[name])
+        rest = ", ".join(self.emit(a) for a in args[1:])
+        return f"{ATOMIC_CALLS[name]}({self._addr(target)}, {rest}, {RELAXED})"
+
+    def _addr(self, target: Node) -> str:
+        """An atomic address: ``&y[i]`` stays, ``y + i`` / ``y`` are pointers already."""
+        if target.type == "pointer_expression" and self.text(target).startswith("&"):
+            inner = target.named_children[-1]
+            return "&" + self._plain(inner)
+        return self._plain(target)
+
+    def _plain(self, node: Node) -> str:
+        """``node`` emitted without turning its atomic reads into loads (an address)."""
+        saved = self.ctx.atomic, self.ctx.atomic_scalars
+        self.ctx.atomic, self.ctx.atomic_scalars = set(), set()
+        try:
+            return self.emit(node)
+        finally:
+            self.ctx.atomic, self.ctx.atomic_scalars = saved
+
+    def _root_name(self, node: Node) -> str | None:
+        while node.type in ("subscript_expression", "pointer_expression",
+                            "parenthesized_expression", "binary_expression",
+                            "call_expression"):
+            if node.type == "call_expression":  # reinterpret_cast<float4*>(x) views x
+                fn, args = node.child_by_field_name("function"), self._args(node)
+                if fn is None or "_cast" not in self.text(fn) or not args:
+                    return None
+                node = args[0]
+            elif node.type == "binary_expression":
+                node = node.child_by_field_name("left")
+            elif node.type == "subscript_expression":
+                node = node.child_by_field_name("argument")
+            else:
+                node = node.named_children[-1] if node.named_children else node
+                if node.type not in ("subscript_expression", "pointer_expression",
+                                     "parenthesized_expression", "identifier",
+                                     "binary_expression"):
+                    return None
+        return self.text(node) if node.type == "identifier" else None
+
+    def _atomic_root(self, node: Node) -> bool:
+        return bool(self.ctx.atomic) and self._root_name(node) in (self.ctx.atomic
+                                                                   | self.ctx.atomic_scalars)
+
+    def _atomic_read(self, node: Node) -> bool:
+        """A read of an atomic element (``y[i]``, or a threadgroup atomic scalar) that is not
+        written, addressed, or handed to an atomic call."""
+        if not self.ctx.atomic:
+            return False
+        if node.type == "subscript_expression":
+            if not self._atomic_root(node):
+                return False
+        elif node.type != "identifier" or self.text(node) not in self.ctx.atomic_scalars:
+            return False
+        p = node.parent
+        if p is None:
+            return False
+        if p.type == "assignment_expression" and p.child_by_field_name("left") == node:
+            return False
+        if p.type == "update_expression" or (p.type == "pointer_expression"
+                                             and self.text(p).startswith("&")):
+            return False
+        if p.type == "argument_list" and p.parent is not None:
+            fn = p.parent.child_by_field_name("function")
+            if fn is not None and self.text(fn) in (*ATOMIC_CALLS, "atomicCAS") \
+                    and p.named_children and p.named_children[0] == node:
+                return False
+        return True
+
+    def _assignment(self, node: Node) -> str | None:
+        left = node.child_by_field_name("left")
+        right = node.child_by_field_name("right")
+        op = node.child_by_field_name("operator")
+        op = self.text(op) if op is not None else "="
+        if left is not None and self._atomic_root(left):
+            addr = f"&{self._plain(left)}"
+            rhs = self.emit(right)
+            if op == "=":
+                return f"atomic_store_explicit({addr}, {rhs}, {RELAXED})"
+            if op in COMPOUND_ATOMIC:
+                return f"{COMPOUND_ATOMIC[op]}({addr}, {rhs}, {RELAXED})"
+            return None
+        if left is not None and self.ctx.inout:
+            name = self._root_name(left)
+            if name in self.ctx.inout and op != "=":
+                # x[i] op= v  ->  x_out[i] = x?[i] op v: read where a read would, write the output
+                read = self.emit(left)
+                target = self._plain_out(left)
+                return f"{target} = {read} {op[:-1]} ({self.emit(right)})"
+            if name in self.ctx.inout:
+                return f"{self._plain_out(left)} = {self.emit(right)}"
+        return None
+
+    def _plain_out(self, left: Node) -> str:
+        saved = self.ctx.inout
+        self.ctx.inout = {k: -1 for k in saved}  # every use of an inout name is the output
+        try:
+            return self.emit(left)
+        finally:
+            self.ctx.inout = saved
+
+    def _inout_name(self, node: Node) -> str | None:
+        name = self.text(node)
+        first = self.ctx.inout.get(name)
+        if first is None:
+            return None
+        return f"{name}_out" if node.start_byte >= first else name
+
+    def _declaration(self, node: Node) -> str | None:
+        """Address spaces on pointer declarations and casts; dynamic shared memory."""
+        text = self.text(node)
+        if node.type == "declaration" and "__shared__" in text and "extern" in text:
+            return self._extern_shared(node)
+        if node.type == "declaration" and "__shared__" in text and \
+                self._declared(node) & self.ctx.atomic:
+            return self._shared_atomic(node)
+        if node.type == "field_declaration" or not _declares_pointer(node):
+            return None
+        if node.type == "declaration" and self._declared(node) & set(self.ctx.aliases):
+            return self._alias_declaration(node)
+        if node.type == "parameter_declaration" and not self.in_kernel:
+            fn = self._enclosing_fn(node) or ""
+            if self._param_index(node) in self.ctx.split_params.get(fn, set()):
+                read = self._with_space(node, "const device")
+                saved = self.ctx.inout
+                self.ctx.inout = {k: -1 for k in saved}
+                try:
+                    write = self._with_space(node, "device")
+                finally:
+                    self.ctx.inout = saved
+                name = next(iter(self._declared(node) or {""}))
+                write = re.sub(rf"\b{name}\b", f"{name}_out", write, count=1) if name else write
+                return f"{read}, {write}"
+        space = self._space_for(node)
+        if space is None:
+            return None
+        out, pos, done = [], node.start_byte, False
+        for c in node.children:
+            out.append(self.data[pos:c.start_byte].decode(errors="replace"))
+            piece = self.emit(c)
+            if not done and c.type in ("primitive_type", "type_identifier", "sized_type_specifier",
+                                       "template_type", "qualified_identifier"):
+                piece = f"{space} {piece}"
+                done = True
+            out.append(piece)
+            pos = c.end_byte
+        out.append(self.data[pos:node.end_byte].decode(errors="replace"))
+        return "".join(out)
+
+    def _space_for(self, node: Node) -> str | None:
+        text = self.text(node)
+        if any(s in text.split() for s in ("device", "threadgroup", "constant", "thread")):
+            return None
+        names = set()
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if n.type == "identifier":
+                names.add(self.text(n))
+            stack.extend(n.children)
+        if node.type == "parameter_declaration":
+            fn = self._enclosing_fn(node) or ""
+            idx = self._param_index(node)
+            if idx in self.ctx.tg_params.get(fn, set()):
+                return "threadgroup"
+            return "const device" if "const" not in text.split() and \
+                idx in self.ctx.split_params.get(fn, set()) else "device"
+        if node.type == "type_descriptor":
+            p = node.parent
+            while p is not None and p.type not in ("cast_expression", "call_expression"):
+                p = p.parent
+            if p is not None:
+                names = {self.text(n) for n in _identifiers(p)}
+        if names & self.ctx.shared:
+            return "threadgroup"
+        writable = {n for n in names & set(self.ctx.inout)
+                    if self.ctx.inout[n] < 0 or node.start_byte >= self.ctx.inout[n]}
+        if (names & (self.ctx.readonly | set(self.ctx.inout))) - writable \
+                and "const" not in text.split():
+            return "const device"
+        if names & (self.ctx.device_ptrs | set(self.ctx.inout)):
+            return "device"
+        return None
+
+    def _declared(self, node: Node) -> set[str]:
+        out = set()
+        for c in node.named_children:
+            if c.type in ("init_declarator", "array_declarator", "pointer_declarator",
+                          "identifier"):
+                ids = [n for n in _identifiers(c.child_by_field_name("declarator") or c)]
+                if ids:
+                    out.add(self.text(ids[0]))
+        return out
+
+    def _shared_atomic(self, node: Node) -> str:
+        """``__shared__ unsigned bins[N]`` used by atomics -> ``threadgroup atomic_uint ...``."""
+        ty = " ".join(self.text(c) for c in node.named_children
+                      if c.type in ("primitive_type", "sized_type_specifier", "type_identifier"))
+        atomic_ty = {"int": "atomic_int", "unsigned": "atomic_uint", "unsigned int": "atomic_uint",
+                     "uint": "atomic_uint", "uint32_t": "atomic_uint", "int32_t": "atomic_int"}
+        if ty not in atomic_ty:
+            return self._todo("atomicAdd", "atomics.threadgroup_float_add", node,
+                              f"no threadgroup atomics on {ty}")
+        self._mapped("__shared__", "atomics.threadgroup_int")
+        decls = [c for c in node.named_children if c.type in ("array_declarator", "identifier")]
+        return f"threadgroup {atomic_ty[ty]} " + ", ".join(self._plain(d) for d in decls) + ";"
+
+    def _alias_declaration(self, node: Node) -> str:
+        """``float* row = x + r * n`` with x in-place: a read pointer and a write pointer."""
+        read = self._with_space(node, "const device")
+        saved = self.ctx.inout
+        self.ctx.inout = {k: -1 for k in saved}
+        try:
+            write = self._with_space(node, "device")
+        finally:
+            self.ctx.inout = saved
+        for n in self._declared(node) & set(self.ctx.aliases):
+            write = re.sub(rf"\b{n}\b", f"{n}_out", write, count=1)
+        return f"{read} {write}"
+
+    def _with_space(self, node: Node, space: str) -> str:
+        out, pos, done = [], node.start_byte, False
+        for c in node.children:
+            out.append(self.data[pos:c.start_byte].decode(errors="replace"))
+            if c.type == "type_qualifier" and self.text(c) == "const":
+                pos = c.end_byte
+                continue
+            piece = self.emit(c)
+            if not done and c.type in ("primitive_type", "type_identifier",
+                                       "sized_type_specifier", "template_type"):
+                piece, done = f"{space} {piece}", True
+            out.append(piece)
+            pos = c.end_byte
+        out.append(self.data[pos:node.end_byte].decode(errors="replace"))
+        return "".join(out).strip()
+
+    def _enclosing_fn(self, node: Node) -> str | None:
+        p = node.parent
+        while p is not None and p.type != "function_declarator":
+            p = p.parent
+        if p is None:
+            return None
+        d = p.child_by_field_name("declarator")
+        return self.text(d).split("::")[-1] if d is not None else None
+
+    def _param_index(self, node: Node) -> int:
+        params = [c for c in node.parent.named_children if c.type == "parameter_declaration"]
+        return params.index(node) if node in params else -1
+
+    def _extern_shared(self, node: Node) -> str:
+        decl = next((c for c in node.named_children if c.type == "array_declarator"), None)
+        name_node = decl.child_by_field_name("declarator") if decl is not None else None
+        if name_node is None:
+            return self._todo("extern __shared__", "memory.dynamic_shared", node)
+        name = self.text(name_node)
+        ty = " ".join(self.text(c) for c in node.named_children
+                      if c.type in ("primitive_type", "type_identifier", "sized_type_specifier"))
+        size = self.ctx.smem_sizes.get(name)
+        if size is None:
+            return self._todo("extern __shared__", "memory.dynamic_shared", node,
+                              "no shared_mem size for the launch")
+        self._mapped("extern __shared__", "memory.dynamic_shared")
+        rw = self.ctx.table.idents.get(ty)
+        return f"threadgroup {rw.to if rw else ty} {name}[{size}];"
+
+
+def _declares_pointer(node: Node) -> bool:
+    """Does this declaration, parameter or type name declare a pointer (not merely contain
+    a multiplication in its initializer)?"""
+    if node.type == "type_descriptor":
+        return any(c.type == "abstract_pointer_declarator" for c in node.children)
+    for c in node.children:
+        d = c.child_by_field_name("declarator") if c.type == "init_declarator" else c
+        if d is not None and d.type in ("pointer_declarator", "abstract_pointer_declarator"):
+            return True
+    return False
+
+
+def _identifiers(node: Node) -> list[Node]:
+    out, stack = [], [node]
+    while stack:
+        n = stack.pop()
+        if n.type == "identifier":
+            out.append(n)
+        stack.extend(n.children)
+    return out

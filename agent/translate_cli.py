@@ -1,0 +1,108 @@
+"""`kport translate`: the offline translator's draft of one CUDA kernel, with its coverage.
+
+    kport translate FILE.cu --kernel NAME [--case case.toml] [--grid G] [--block B] [--json]
+
+Prints the Metal draft (header + metal_kernel body), the MLX call (inputs, outputs, grid in
+threads, threadgroup, template arguments) and the coverage: every CUDA construct the rules know,
+mapped or left as a KPORT-TODO with its rule and line. With --case the roles and launch come
+from the case file; otherwise roles are inferred (const pointer: in; written: out or inout) and
+the launch is the --grid/--block you give (blocks and threads per block, as in CUDA).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
+                  help=__doc__.splitlines()[0])
+
+
+def _dims(text: str | None) -> list | None:
+    """'ceil_div(n, 256), rows' -> ['ceil_div(n, 256)', 'rows']: commas inside brackets stay."""
+    if text is None:
+        return None
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch in "([" and 1 or 0
+        depth -= ch in ")]" and 1 or 0
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return [p for p in [*parts, cur.strip()] if p]
+
+
+def translation_json(tr) -> dict:
+    """The machine-readable form of a Translation (also used by `kport port` reports)."""
+    return {"kernel": tr.kernel, "body": tr.body, "header": tr.header, "inputs": tr.inputs,
+            "outputs": tr.outputs, "roles": tr.roles, "template": tr.template,
+            "grid": tr.grid, "threadgroup": tr.threadgroup,
+            "atomic_outputs": tr.atomic_outputs, "init_value": tr.init_value,
+            "coverage": round(tr.coverage, 4), "mapped": dict(tr.mapped),
+            "unmapped": dict(tr.unmapped), "rules_used": tr.rules_used,
+            "todos": [{"rule": t.rule, "construct": t.construct, "line": t.line,
+                       "metal": t.metal} for t in tr.todos],
+            "notes": tr.notes, "guessed": tr.guessed}
+
+
+@app.command()
+def translate(file: Path = typer.Argument(..., help="the CUDA source (.cu / .cuh)"),
+              kernel: str = typer.Option(None, help="kernel name, with template arguments "
+                                         "if it has any: 'softmax<256>'"),
+              case: Path = typer.Option(None, help="a corpus case folder or its case.toml"),
+              grid: str = typer.Option(None, help="CUDA grid in blocks: 'ceil_div(n,256)' or "
+                                       "'rows,1,1'"),
+              block: str = typer.Option(None, help="CUDA block in threads: '256'"),
+              as_json: bool = typer.Option(False, "--json", help="print JSON")):
+    """Translate one kernel offline and show what was mapped and what is left to do."""
+    from agent.translate import translate_kernel
+    from evals.cases import load_case
+    from runners.errors import KportError
+
+    roles = None
+    shared_mem: str | int = 0
+    if case is not None:
+        spec = load_case(case.parent if case.name == "case.toml" else case)
+        roles = {a.name: a.role for a in spec.args}
+        kernel = kernel or spec.cuda.kernel
+        grid_v, block_v, shared_mem = spec.cuda.grid, spec.cuda.block, spec.cuda.shared_mem
+    else:
+        grid_v, block_v = _dims(grid), _dims(block)
+    if not kernel:
+        raise KportError(f"{file}: say which kernel with --kernel NAME (or give --case)")
+    try:
+        src = file.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise KportError(f"{file}: cannot read ({err})") from None
+    tr = translate_kernel(src, kernel, roles=roles, grid=grid_v, block=block_v,
+                          shared_mem=shared_mem, where=str(file))
+    if as_json:
+        print(json.dumps(translation_json(tr), indent=1))
+        return
+    print(tr.metal_source())
+    print("// MLX call")
+    print(f"//   inputs={tr.inputs}, outputs={tr.outputs}")
+    print(f"//   grid={tr.grid or '(blocks * block per axis: pass --grid/--block)'}, "
+          f"threadgroup={tr.threadgroup or '(the CUDA block)'}")
+    if tr.template:
+        print(f"//   template={tr.template}")
+    if tr.atomic_outputs:
+        print(f"//   atomic_outputs=True, init_value={tr.init_value}")
+    for note in tr.guessed:
+        print(f"// guessed: {note}")
+    for note in tr.notes:
+        print(f"// note: {note}")
+    total = sum(tr.mapped.values()) + sum(tr.unmapped.values())
+    print(f"// coverage: {sum(tr.mapped.values())} of {total} construct occurrences mapped "
+          f"({tr.coverage:.0%}); {len(tr.todos)} KPORT-TODO")
+    for t in tr.todos:
+        print(f"//   TODO line {t.line}: {t.construct} ({t.rule}) -> {t.metal}")
+
+
+def main(argv: list[str]) -> int:
+    """Entry of `kport translate`."""
+    return app(args=argv, prog_name="kport translate", standalone_mode=True) or 0

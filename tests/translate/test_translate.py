@@ -1,0 +1,182 @@
+"""The offline translator on small kernels: each structural mapping is run in metal_sim and
+compared with the CUDA kernel run in cuda_sim; coverage accounting and errors."""
+
+import numpy as np
+import pytest
+
+from agent.translate import TranslateError, translate_kernel
+from evals.cases import evaluate
+
+
+def run_both(src, kernel, inputs: dict, outs: dict, grid, block, shared_mem=0, roles=None):
+    """(translation, CUDA results, Metal results) for outputs by CUDA argument name."""
+    import mlx.core as mx
+
+    from runners.cuda_sim import RawKernel
+    from runners.metal_sim import metal_kernel
+
+    tr = translate_kernel(src, kernel, roles=roles, grid=grid, block=block,
+                          shared_mem=shared_mem)
+    args = [inputs[n].copy() if n in inputs else outs[n].copy() for n in tr.roles]
+    dims = [int(evaluate(g, {})) for g in grid]
+    RawKernel(src, kernel).launch(tuple(dims) + (1,) * (3 - len(dims)),
+                                  tuple(block) + (1,) * (3 - len(block)), tuple(args),
+                                  shared_mem=shared_mem)
+    want = {n: args[i] for i, (n, r) in enumerate(tr.roles.items()) if r in ("out", "inout")}
+    like = {o: (outs.get(o.removesuffix("_out")) if o.removesuffix("_out") in outs
+                else inputs[o.removesuffix("_out")]) for o in tr.outputs}
+    k = metal_kernel("t", tr.inputs, tr.outputs, tr.body, tr.header,
+                     atomic_outputs=tr.atomic_outputs)
+    template = [(n, int(evaluate(v, {})) if isinstance(v, str) else v)
+                for n, v in tr.template.items()]
+    got = k(inputs=[mx.array(inputs[n]) for n in tr.inputs],
+            output_shapes=[like[o].shape for o in tr.outputs],
+            output_dtypes=[mx.array(like[o]).dtype for o in tr.outputs],
+            grid=tuple(int(evaluate(e, {})) for e in tr.grid),
+            threadgroup=tuple(int(evaluate(e, {})) for e in tr.threadgroup),
+            template=template or None, init_value=tr.init_value)
+    return tr, want, {o.removesuffix("_out"): np.array(a) for o, a in
+                      zip(tr.outputs, got, strict=True)}
+
+
+def rng(n, seed=0):
+    return np.random.default_rng(seed).standard_normal(n).astype(np.float32)
+
+
+def test_inout_elementwise_reads_the_input_and_writes_the_output():
+    src = """__global__ void saxpy(const float* x, float* y, float a, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + y[i];
+}"""
+    n = 1000
+    tr, want, got = run_both(src, "saxpy", {"x": rng(n), "y": rng(n, 1), "a": np.float32(2.5),
+                                            "n": np.int32(n)}, {}, ["ceil_div(1000, 128)"],
+                             [128])
+    assert tr.roles == {"x": "in", "y": "inout", "a": "scalar", "n": "scalar"}
+    assert tr.outputs == ["y_out"] and "y_out[i] = a * x[i] + y[i]" in tr.body
+    np.testing.assert_allclose(got["y"], want["y"], rtol=1e-6)
+
+
+REDUCE = """
+__device__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ float block_sum(float v, float* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  v = warp_sum(v);
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = threadIdx.x < blockDim.x / 32 ? scratch[threadIdx.x] : 0.0f;
+  return warp_sum(v);
+}
+template <int BLOCK>
+__global__ void __launch_bounds__(BLOCK) row_sum(const float* __restrict__ x, float* out,
+                                                 int n) {
+  __shared__ float scratch[32];
+  float acc = 0.0f;
+  for (int c = threadIdx.x; c < n; c += BLOCK) acc += x[blockIdx.x * n + c];
+  acc = block_sum(acc, scratch);
+  if (threadIdx.x == 0) out[blockIdx.x] = acc;
+}"""
+
+
+def test_shared_memory_barriers_shuffles_templates_and_header_attributes():
+    rows, n = 3, 300
+    tr, want, got = run_both(REDUCE, "row_sum<128>", {"x": rng(rows * n), "n": np.int32(n)},
+                             {"out": np.zeros(rows, np.float32)}, [rows], [128])
+    assert tr.template == {"BLOCK": 128}
+    # threadIdx in a header function: MLX declares attributes only for the body, so they are
+    # passed in as parameters
+    assert "uint3 thread_position_in_threadgroup" in tr.header
+    assert "threadgroup float* scratch" in tr.header
+    assert tr.coverage == 1.0 and not tr.todos
+    np.testing.assert_allclose(got["out"], want["out"], rtol=1e-5)
+
+
+def test_atomic_outputs_start_at_zero():
+    src = """__global__ void hist(const int* x, unsigned int* bins, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) atomicAdd(&bins[x[i] & 15], 1u);
+}"""
+    n = 777
+    x = np.random.default_rng(3).integers(0, 100, n).astype(np.int32)
+    tr, want, got = run_both(src, "hist", {"x": x, "n": np.int32(n)},
+                             {"bins": np.zeros(16, np.uint32)}, ["ceil_div(777, 64)"], [64])
+    assert tr.atomic_outputs and tr.init_value == 0.0
+    assert "atomic_fetch_add_explicit(&bins[x[i] & 15], 1u, memory_order_relaxed)" in tr.body
+    np.testing.assert_array_equal(got["bins"], want["bins"])
+
+
+def test_threadgroup_atomics_and_dynamic_shared_memory():
+    src = """__global__ void count(const int* x, unsigned int* out, float* copy, int n) {
+  extern __shared__ float buf[];
+  __shared__ unsigned int hits;
+  if (threadIdx.x == 0) hits = 0;
+  __syncthreads();
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  buf[threadIdx.x] = i < n ? (float)x[i] : 0.0f;
+  if (i < n && x[i] > 0) atomicAdd(&hits, 1u);
+  __syncthreads();
+  if (i < n) copy[i] = buf[blockDim.x - 1 - threadIdx.x];
+  if (threadIdx.x == 0) out[blockIdx.x] = hits;
+}"""
+    n = 256
+    x = np.random.default_rng(5).integers(-5, 5, n).astype(np.int32)
+    tr, want, got = run_both(src, "count", {"x": x, "n": np.int32(n)},
+                             {"out": np.zeros(4, np.uint32), "copy": np.zeros(n, np.float32)},
+                             [4], [64], shared_mem=64 * 4)
+    assert "threadgroup atomic_uint hits;" in tr.body
+    assert "buf[KPORT_SMEM_BYTES / sizeof(float)]" in tr.body
+    np.testing.assert_array_equal(got["out"], want["out"])
+    np.testing.assert_array_equal(got["copy"], want["copy"])
+
+
+def test_inout_through_a_local_pointer_and_a_device_function():
+    src = """__device__ void rot(float* v, int j, int h, float c, float s) {
+  const float a = v[j], b = v[j + h];
+  v[j] = a * c - b * s;
+  v[j + h] = b * c + a * s;
+}
+__global__ void rope(float* q, const float* cs, int dim) {
+  float* row = q + blockIdx.x * dim;
+  for (int j = threadIdx.x; j < dim / 2; j += blockDim.x)
+    rot(row, j, dim / 2, cs[j], cs[dim / 2 + j]);
+}"""
+    rows, dim = 4, 64
+    tr, want, got = run_both(src, "rope", {"q": rng(rows * dim), "cs": rng(dim, 2),
+                                           "dim": np.int32(dim)}, {}, [rows], [16])
+    assert "device float* row_out = q_out + " in tr.body
+    assert "const device float* v, device float* v_out" in tr.header
+    np.testing.assert_allclose(got["q"], want["q"], rtol=1e-6)
+
+
+def test_unmapped_constructs_become_counted_todos():
+    src = """__global__ void k(float* y) {
+  __nanosleep(100);
+  y[threadIdx.x] = 1.0f;
+}"""
+    tr = translate_kernel(src, "k", grid=[1], block=[32])
+    assert tr.unmapped == {"__nanosleep": 1} and tr.mapped["threadIdx"] == 1
+    assert "/* KPORT-TODO(debug.clock_timing)" in tr.body
+    assert tr.todos[0].line == 2 and tr.coverage == pytest.approx(1 / 2)
+
+
+def test_roles_are_inferred_and_said_to_be_guesses():
+    src = """__global__ void k(const float* a, float* b, float* c, float* d, int n) {
+  int i = threadIdx.x;
+  b[i] = a[i];
+  c[i] += a[i];
+  float t = d[i];
+  (void)t; (void)n;
+}"""
+    tr = translate_kernel(src, "k")
+    assert tr.roles == {"a": "in", "b": "out", "c": "inout", "d": "in", "n": "scalar"}
+    assert any("c: role inout" in g for g in tr.guessed)
+
+
+def test_unknown_kernel_and_missing_template_values_are_clear_errors():
+    with pytest.raises(TranslateError, match="no kernel named 'nope'; kernels here: row_sum"):
+        translate_kernel(REDUCE, "nope")
+    with pytest.raises(TranslateError, match="template parameter 'BLOCK' has no value"):
+        translate_kernel(REDUCE, "row_sum")
