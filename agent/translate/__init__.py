@@ -14,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from agent.translate.analyze import KernelInfo, TranslateError, analyze_kernel
-from agent.translate.emit import ATTRIBUTES, Context, Emitter
+from agent.translate.emit import ATTRIBUTES, HELPERS, Context, Emitter
 from kb.concepts import load_rules
 from kb.rewrites import load_rewrites
 
@@ -130,6 +130,7 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
         pos = c.end_byte
     parts.append(data[pos:kids[-1].start_byte].decode(errors="replace"))
     body = "".join(parts)
+    header_parts = [HELPERS[h] for h in sorted(ctx.helpers)] + header_parts
     rules = {r.id: r for r in load_rules()}
     tr = Translation(
         kernel=info.name, body=_dedent(body), header="\n".join(p for p in header_parts if p),

@@ -34,6 +34,16 @@ COMPOUND_ATOMIC = {"+=": "atomic_fetch_add_explicit", "-=": "atomic_fetch_sub_ex
                    "&=": "atomic_fetch_and_explicit", "|=": "atomic_fetch_or_explicit",
                    "^=": "atomic_fetch_xor_explicit"}
 RELAXED = "memory_order_relaxed"
+# Header helpers some mappings need. CUDA's atomicCAS is strong; Metal has only the weak form,
+# which may fail spuriously and leave `expected` equal to cmp: retry exactly then.
+HELPERS = {"kport_atomic_cas": """template <typename P, typename T>
+inline T kport_atomic_cas(P p, T cmp, T val) {
+  T expected = cmp;
+  while (!atomic_compare_exchange_weak_explicit(p, &expected, val, memory_order_relaxed,
+                                                memory_order_relaxed) && expected == cmp) {
+  }
+  return expected;
+}"""}
 _NAMES = {"identifier", "type_identifier", "primitive_type", "field_identifier",
           "namespace_identifier"}
 
@@ -56,6 +66,7 @@ class Context:
     extra_params: dict[str, list[str]] = field(default_factory=dict)  # fn -> attribute params
     tg_params: dict[str, set[int]] = field(default_factory=dict)  # fn -> threadgroup ptr params
     smem_sizes: dict[str, str] = field(default_factory=dict)  # extern shared name -> size expr
+    helpers: set[str] = field(default_factory=set)  # HELPERS the header must define
     mapped: Counter = field(default_factory=Counter)
     todo: Counter = field(default_factory=Counter)
     todos: list[tuple[str, str, int]] = field(default_factory=list)  # (rule, construct, line)
@@ -175,9 +186,9 @@ class Emitter:
             return self._atomic_call(name, node, args)
         if name == "atomicCAS" and len(args) == 3 and self._atomic_root(args[0]):
             self._mapped(name, "atomics.cas")
-            a, cmp_, val = (self.emit(x) for x in args)
-            return (f"({{auto kp_e = {cmp_}; atomic_compare_exchange_weak_explicit({a}, &kp_e, "
-                    f"{val}, {RELAXED}, {RELAXED}); kp_e;}})")
+            self.ctx.helpers.add("kport_atomic_cas")
+            return (f"kport_atomic_cas({self._addr(args[0])}, {self.emit(args[1])}, "
+                    f"{self.emit(args[2])})")
         base = name.split("<")[0]
         extra = self.ctx.extra_params.get(base, [])
         split = self.ctx.split_params.get(base, set())

@@ -180,3 +180,21 @@ def test_unknown_kernel_and_missing_template_values_are_clear_errors():
         translate_kernel(REDUCE, "nope")
     with pytest.raises(TranslateError, match="template parameter 'BLOCK' has no value"):
         translate_kernel(REDUCE, "row_sum")
+
+
+def test_atomic_cas_is_strong_through_the_helper():
+    src = """__global__ void claim(int* slots, int* won, int n) {
+  int t = blockIdx.x * blockDim.x + threadIdx.x;
+  if (t < n) {
+    int old = atomicCAS(&slots[t % 8], 0, t + 1);
+    atomicAdd(&won[0], old == 0 ? 1 : 0);
+  }
+}"""
+    n = 200
+    tr, want, got = run_both(src, "claim", {"n": np.int32(n)},
+                             {"slots": np.zeros(8, np.int32), "won": np.zeros(1, np.int32)},
+                             ["ceil_div(200, 64)"], [64], roles={"slots": "out", "won": "out",
+                                                                "n": "scalar"})
+    assert "kport_atomic_cas(&slots[t % 8], 0, t + 1)" in tr.body
+    assert "inline T kport_atomic_cas" in tr.header
+    assert int(got["won"][0]) == int(want["won"][0]) == 8

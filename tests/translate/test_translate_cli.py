@@ -1,0 +1,44 @@
+"""`kport translate` as a user runs it."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+CASE = Path(__file__).parents[2] / "corpus" / "cases" / "012_softmax_online"
+
+
+def kport(*args):
+    return subprocess.run([sys.executable, "-m", "agent.cli", "translate", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_case_driven_json():
+    proc = kport(str(CASE / "kernel.cu"), "--case", str(CASE), "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["inputs"] == ["x", "n"] and out["outputs"] == ["y"]
+    assert out["template"] == {"BLOCK": 256} and out["coverage"] == 1.0
+    assert out["grid"][0] == "(rows) * (256)" and out["threadgroup"][0] == "256"
+    assert "simd_shuffle_xor" in out["header"] and "threadgroup_barrier" in out["body"]
+
+
+def test_text_output_reports_coverage_and_todos(tmp_path):
+    src = tmp_path / "k.cu"
+    src.write_text("__global__ void k(float* y) { __nanosleep(5); y[threadIdx.x] = 0.0f; }\n")
+    proc = kport(str(src), "--kernel", "k", "--grid", "ceil_div(n, 64), 1", "--block", "64")
+    assert proc.returncode == 0, proc.stderr
+    assert "coverage: 1 of 2 construct occurrences mapped (50%); 1 KPORT-TODO" in proc.stdout
+    assert "TODO line 1: __nanosleep (debug.clock_timing)" in proc.stdout
+    assert "grid=['(ceil_div(n, 64)) * (64)', '(1) * (1)', '(1) * (1)']" in proc.stdout
+
+
+def test_errors_exit_2_without_traceback(tmp_path):
+    proc = kport(str(CASE / "kernel.cu"), "--kernel", "nope")
+    assert proc.returncode == 2 and "no kernel named 'nope'" in proc.stderr
+    proc = kport(str(tmp_path / "missing.cu"), "--kernel", "k")
+    assert proc.returncode == 2 and "cannot read" in proc.stderr
+    proc = kport(str(CASE / "kernel.cu"))
+    assert proc.returncode == 2 and "--kernel" in proc.stderr
+    for p in (proc,):
+        assert "Traceback" not in p.stderr
