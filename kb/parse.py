@@ -84,7 +84,8 @@ def tokens(node: Node, data: bytes) -> list[Token]:
     return out
 
 
-def _declarator_name(fn: Node, data: bytes) -> str | None:
+def declarator_name(fn: Node, data: bytes) -> str | None:
+    """The name a function definition declares (template arguments and scopes dropped)."""
     stack = [fn.child_by_field_name("declarator")] if fn.child_by_field_name("declarator") else []
     while stack:
         n = stack.pop()
@@ -140,7 +141,7 @@ def functions(src: str, language: str) -> list[Function]:
     while stack:
         node, templated = stack.pop()
         if node.type == "function_definition":
-            name = _declarator_name(node, data)
+            name = declarator_name(node, data)
             body = node.child_by_field_name("body")
             if name and body is not None:
                 outer = node.parent if templated else node

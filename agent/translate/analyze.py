@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from kb.parse import parse
+from kb.parse import declarator_name, parse
 from runners.errors import KportError
 
 BUILTIN_ATTRS = {"threadIdx": "thread_position_in_threadgroup",
@@ -85,15 +85,7 @@ def _walk(node: Node):
 
 
 def _fn_name(fn: Node, data: bytes) -> str | None:
-    for n in _walk(fn.child_by_field_name("declarator") or fn):
-        if n.type == "function_declarator":
-            d = n.child_by_field_name("declarator")
-            if d is None:
-                return None
-            if d.type == "template_function":
-                d = d.child_by_field_name("name") or d
-            return _text(d, data).split("::")[-1]
-    return None
+    return declarator_name(fn, data)
 
 
 def _device_code(fn: Node, data: bytes) -> bool:
@@ -137,7 +129,9 @@ def _params(fn: Node, data: bytes) -> list[Param]:
     return out
 
 
-def _root(node: Node, data: bytes) -> str | None:
+def root_name(node: Node, data: bytes) -> str | None:
+    """The variable an lvalue or pointer expression is rooted at: ``x`` for ``x[i]``, ``&x[i]``,
+    ``x + k``, ``(x)``, ``v.x``, ``reinterpret_cast<float4*>(x)[i]``; None otherwise."""
     while node is not None and node.type in ("subscript_expression", "pointer_expression",
                                              "parenthesized_expression", "binary_expression",
                                              "cast_expression", "field_expression",
@@ -270,7 +264,7 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
     for n in _walk(body):
         if n.type in ("assignment_expression", "update_expression"):
             target = n.child_by_field_name("left") or n.child_by_field_name("argument")
-            r = _root(target, data) if target is not None else None
+            r = root_name(target, data) if target is not None else None
             if r:  # a write takes effect at the end of its expression (x[i] = x[i] + 1)
                 written[r] = min(written.get(r, n.end_byte), n.end_byte)
                 op = n.child_by_field_name("operator")
@@ -282,17 +276,17 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
             args = [a for a in (n.child_by_field_name("arguments").named_children
                                 if n.child_by_field_name("arguments") else [])]
             if fname in ATOMIC_FNS and args:
-                r = _root(args[0], data)
+                r = root_name(args[0], data)
                 if r:
                     atomic_roots.add(r)
                     written[r] = min(written.get(r, n.end_byte), n.end_byte)
             for i in writes_through.get(fname, ()):
-                if i < len(args) and (r := _root(args[i], data)):
+                if i < len(args) and (r := root_name(args[i], data)):
                     written[r] = min(written.get(r, n.end_byte), n.end_byte)
                     read.add(r)
         elif n.type == "subscript_expression" or (n.type == "pointer_expression"
                                                   and _text(n, data).startswith("*")):
-            r = _root(n, data)
+            r = root_name(n, data)
             p = n.parent
             stored = p is not None and p.type == "assignment_expression" and \
                 p.child_by_field_name("left") == n and \
@@ -313,7 +307,7 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
         if n.type == "init_declarator":
             decl, value = n.child_by_field_name("declarator"), n.child_by_field_name("value")
             if decl is not None and decl.type == "pointer_declarator" and value is not None:
-                r = _root(value, data)
+                r = root_name(value, data)
                 r = views.get(r, r)
                 if r in pnames:
                     ids = [x for x in _walk(decl) if x.type == "identifier"]
@@ -354,10 +348,10 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
                     decl, value = d.child_by_field_name("declarator"), \
                         d.child_by_field_name("value")
                     if decl is not None and decl.type == "pointer_declarator" and \
-                            value is not None and _root(value, data) in inout:
+                            value is not None and root_name(value, data) in inout:
                         alias = _text([x for x in _walk(decl) if x.type == "identifier"][0],
                                       data)
-                        info.aliases[alias] = _root(value, data)
+                        info.aliases[alias] = root_name(value, data)
                         info.first_write[alias] = written.get(alias, body.end_byte)
     # in-place data handed to a function that writes through its pointer: that parameter
     # becomes a read pointer plus a write pointer, with its own first write inside the callee
@@ -370,7 +364,7 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
         args = n.child_by_field_name("arguments")
         for i in writes_through.get(fname, ()):
             if args is not None and i < len(args.named_children) and \
-                    _root(args.named_children[i], data) in viewed:
+                    root_name(args.named_children[i], data) in viewed:
                 info.split_params.setdefault(fname, set()).add(i)
     info.ref_params = {f: ix for f, ix in _callee_refs(callee_nodes, data).items() if ix}
     info.split_params = {f: ix - info.ref_params.get(f, set())
@@ -386,7 +380,7 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
             for m in _walk(cbody):
                 if m.type in ("assignment_expression", "update_expression"):
                     t = m.child_by_field_name("left") or m.child_by_field_name("argument")
-                    if t is not None and _root(t, data) == pname:
+                    if t is not None and root_name(t, data) == pname:
                         first = min(first, m.end_byte)
             info.first_write[pname] = first
     for r in atomic_roots:
@@ -458,7 +452,7 @@ def _threadgroup_params(body: Node, shared: set[str], data: bytes, funcs) -> dic
             fname = _text(f, data).split("<")[0] if f is not None else ""
             if fname in funcs and args is not None:
                 for i, a in enumerate(args.named_children):
-                    if _root(a, data) in shared:
+                    if root_name(a, data) in shared:
                         out.setdefault(fname, set()).add(i)
     return out
 

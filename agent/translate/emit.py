@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from agent.translate.analyze import root_name
 from kb.rewrites import RewriteTable
 
 # Metal attribute names the rewrites produce, with their MLX types: MLX declares them only for
@@ -269,25 +270,7 @@ class Emitter:
             self.ctx.atomic, self.ctx.atomic_scalars = saved
 
     def _root_name(self, node: Node) -> str | None:
-        while node.type in ("subscript_expression", "pointer_expression",
-                            "parenthesized_expression", "binary_expression",
-                            "call_expression"):
-            if node.type == "call_expression":  # reinterpret_cast<float4*>(x) views x
-                fn, args = node.child_by_field_name("function"), self._args(node)
-                if fn is None or "_cast" not in self.text(fn) or not args:
-                    return None
-                node = args[0]
-            elif node.type == "binary_expression":
-                node = node.child_by_field_name("left")
-            elif node.type == "subscript_expression":
-                node = node.child_by_field_name("argument")
-            else:
-                node = node.named_children[-1] if node.named_children else node
-                if node.type not in ("subscript_expression", "pointer_expression",
-                                     "parenthesized_expression", "identifier",
-                                     "binary_expression"):
-                    return None
-        return self.text(node) if node.type == "identifier" else None
+        return root_name(node, self.data)
 
     def _atomic_root(self, node: Node) -> bool:
         return bool(self.ctx.atomic) and self._root_name(node) in (self.ctx.atomic
@@ -372,16 +355,7 @@ class Emitter:
         if node.type == "parameter_declaration" and not self.in_kernel:
             fn = self._enclosing_fn(node) or ""
             if self._param_index(node) in self.ctx.split_params.get(fn, set()):
-                read = self._with_space(node, "const device")
-                saved = self.ctx.inout
-                self.ctx.inout = {k: -1 for k in saved}
-                try:
-                    write = self._with_space(node, "device")
-                finally:
-                    self.ctx.inout = saved
-                name = next(iter(self._declared(node) or {""}))
-                write = re.sub(rf"\b{name}\b", f"{name}_out", write, count=1) if name else write
-                return f"{read}, {write}"
+                return self._read_write_twins(node, self._declared(node), ", ")
         space = self._space_for(node)
         if space is None:
             return None
@@ -458,6 +432,11 @@ class Emitter:
 
     def _alias_declaration(self, node: Node) -> str:
         """``float* row = x + r * n`` with x in-place: a read pointer and a write pointer."""
+        return self._read_write_twins(node, self._declared(node) & set(self.ctx.aliases), " ")
+
+    def _read_write_twins(self, node: Node, names: set[str], sep: str) -> str:
+        """A pointer declaration (or parameter) as a const read twin and a ``_out`` write twin
+        whose initializer uses the outputs."""
         read = self._with_space(node, "const device")
         saved = self.ctx.inout
         self.ctx.inout = {k: -1 for k in saved}
@@ -465,9 +444,9 @@ class Emitter:
             write = self._with_space(node, "device")
         finally:
             self.ctx.inout = saved
-        for n in self._declared(node) & set(self.ctx.aliases):
+        for n in names:
             write = re.sub(rf"\b{n}\b", f"{n}_out", write, count=1)
-        return f"{read} {write}"
+        return f"{read}{sep}{write}"
 
     def _with_space(self, node: Node, space: str) -> str:
         out, pos, done = [], node.start_byte, False

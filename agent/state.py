@@ -1,0 +1,114 @@
+"""The porting agent's typed state (checkpointed: plain JSON-like values only) and its frozen
+run context (not checkpointed: the case, the source, the LLM, budgets, deadline).
+
+A *candidate* is a dict with the fields of an MLX ``metal_kernel`` call: ``body``, ``header``,
+``inputs``, ``outputs``, ``grid``, ``threadgroup``, ``template``, ``atomic_outputs``,
+``init_value``, and ``origin`` (translator, llm, repair:<fix id>, opt:<action>), plus ``error``
+when a reply held no usable kernel.
+"""
+
+from __future__ import annotations
+
+import operator
+import time
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Annotated, Any, TypedDict
+
+CANDIDATE_KEYS = ("body", "header", "inputs", "outputs", "grid", "threadgroup", "template",
+                  "atomic_outputs", "init_value")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Limits of one port: candidates checked, LLM tokens, wall seconds, optimisation
+    candidates (0: no optimisation)."""
+
+    iterations: int = 6
+    tokens: int = 60_000
+    wall_s: float = 900.0
+    optimise: int = 3
+
+
+@dataclass(frozen=True)
+class PortContext:
+    """What every node may read and nothing checkpoints. ``case`` is an evals CaseSpec (the
+    user's, or one guessed from the CUDA source); ``llm`` an agent.llm.LLM or None (offline)."""
+
+    case: Any
+    src: str
+    kernel: str
+    where: str = "<source>"
+    llm: Any = None
+    budget: Budget = Budget()
+    chip: str = "M1"
+    seeds: int | None = None
+    use_kb: bool = True
+    deadline: float = field(default_factory=lambda: time.monotonic() + Budget().wall_s)
+
+    def out_of_time(self) -> bool:
+        """Whether the wall-time budget of this run is spent."""
+        return time.monotonic() > self.deadline
+
+
+class PortState(TypedDict, total=False):
+    """Everything the agent knows about one port so far; each node returns a part of it."""
+
+    # analyze
+    kernel: str
+    features: dict
+    launch: dict
+    translation: dict  # agent.translate_cli.translation_json
+    # retrieve
+    rules: list[dict]
+    analogues: list[dict]
+    arch: list[dict]
+    lints: list[dict]
+    kb_note: str
+    # draft / check / benchmark
+    candidate: dict | None
+    pending: dict | None  # a mechanically repaired candidate the next draft takes as is
+    check: dict
+    bench: dict
+    feedback: list[str]
+    fixes: list[dict]
+    # control
+    phase: str  # port | optimise
+    iteration: int
+    llm_calls: int
+    input_tokens: int
+    output_tokens: int
+    tokens_estimated: bool
+    decision: str
+    stop_reason: str
+    best: dict | None  # {"candidate", "score", "check", "bench"} of the best correct port
+    tree: list[dict]  # optimisation nodes: id, parent, action, status, score, notes
+    frontier: list[dict]  # correct tree nodes with their candidate, best first
+    attempts: Annotated[list[dict], operator.add]
+
+
+def tokens_used(state: PortState) -> int:
+    """LLM tokens spent so far."""
+    return int(state.get("input_tokens", 0)) + int(state.get("output_tokens", 0))
+
+
+def candidate_from(tr: dict, origin: str) -> dict:
+    """A candidate from a translation_json dict (or another candidate)."""
+    out = {k: tr[k] for k in CANDIDATE_KEYS if k in tr}
+    out.setdefault("header", "")
+    out.setdefault("atomic_outputs", False)
+    out.setdefault("init_value", None)
+    return {**out, "origin": origin}
+
+
+def as_port(candidate: dict) -> SimpleNamespace:
+    """A candidate as the object evals.port_check.check_translation takes."""
+    return SimpleNamespace(**{k: candidate.get(k) for k in CANDIDATE_KEYS})
+
+
+def usage_update(state: PortState, reply) -> dict:
+    """The state update recording one LLM reply's tokens."""
+    return {"llm_calls": state.get("llm_calls", 0) + 1,
+            "input_tokens": state.get("input_tokens", 0) + reply.input_tokens,
+            "output_tokens": state.get("output_tokens", 0) + reply.output_tokens,
+            "tokens_estimated": state.get("tokens_estimated", False) or reply.estimated}
