@@ -134,8 +134,18 @@ static inline void on_access(void* p, size_t n, bool write, void* pc, unsigned l
     return;
   }
   const Arg* b = buffer_of(a);
-  if (b && (a < (uintptr_t)b->data || a + n > (uintptr_t)(b->data + b->bytes)))
+  if (b && (a < (uintptr_t)b->data || a + n > (uintptr_t)(b->data + b->bytes))) {
     report_buffer_oob(b, a, write, pc, line);
+  } else if (b && write && !b->writes_back) {
+    // Metal inputs are `const device`: a write means a cast dropped the const. On a GPU it
+    // would change the caller's array (and could fool a checker that reads it afterwards).
+    char msg[200];
+    snprintf(msg, sizeof msg, "write to input buffer '%s' at element %lld: inputs are const; "
+             "a kernel must not mutate them", b->name.c_str(),
+             ((long long)a - (long long)(uintptr_t)b->data) / (long long)b->elem_size);
+    add_finding(KP_F_INVALID, line, msg, t_worker && t_worker->running ?
+                &t_worker->running->pos : nullptr, pc);
+  }
 }
 
 static inline void check_aligned(void* p, size_t n, void* pc) {

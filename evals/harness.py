@@ -1,0 +1,196 @@
+"""The cheat-proof harness: judge one untrusted Metal port of a corpus case.
+
+The trusted parent makes the inputs, runs the oracle (the case's Python reference, else the
+CUDA kernel in cuda_sim) and compares. The candidate runs only in a child process
+(evals/harness_child.py) with a wall-clock timeout, memory/file/CPU limits, a scrubbed
+environment (no API keys) and its own temporary directory; the parent reads back only the
+arrays it asked for, never a verdict, and ignores the child's output. The checks follow
+shared/reference/evaluator-hardening.md; docs/harness.md maps each of its 21 cases to a check
+and a fixture in tests/evals.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from evals.cases import CaseSpec
+from evals.corpus_check import compare, make_inputs, run_cuda, run_reference
+from evals.static_checks import static_findings
+
+SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
+CHILD_MEMORY = 8 << 30
+CHILD_FILE = 256 << 20
+
+
+@dataclass
+class Verdict:
+    accepted: bool
+    reasons: list[str] = field(default_factory=list)
+    runs: list[dict] = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        return {"accepted": self.accepted, "reasons": self.reasons, "runs": self.runs}
+
+
+def scrubbed_env() -> dict[str, str]:
+    """The parent's environment without anything that looks like a credential."""
+    return {k: v for k, v in os.environ.items()
+            if not any(m in k.upper() for m in SECRET_MARKERS) and k not in ("KPORT_MODEL",
+                                                                              "KPORT_BASE_URL")}
+
+
+def _limits(cpu_seconds: int):
+    """Soft limits on the child (our own code: the harness child and the simulator host);
+    the candidate itself runs one level further down under the simulator's own hard limits
+    (runners/simhost.py), which must stay free to set theirs."""
+    def apply() -> None:
+        os.setsid()
+        inf = resource.RLIM_INFINITY
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY, inf))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (CHILD_FILE, inf))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, inf))
+    return apply
+
+
+def run_candidate(case: CaseSpec, body: str, header: str, sizes: dict, inputs: dict,
+                  timeout: float) -> tuple[dict | None, dict, dict, str]:
+    """Run the candidate in a child; (outputs, inputs afterwards, record, problem)."""
+    with tempfile.TemporaryDirectory(prefix="kport-judge-") as tmp:
+        work = Path(tmp)
+        arrays = {k: v for k, v in inputs.items() if isinstance(v, np.ndarray)}
+        scalars = {k: (v.item(), str(np.asarray(v).dtype)) for k, v in inputs.items()
+                   if not isinstance(v, np.ndarray)}
+        np.savez(work / "in.npz", **arrays)
+        req = {"case": str(Path(case.folder).resolve()), "work": str(work), "body": body,
+               "header": header, "sizes": sizes, "inputs": str(work / "in.npz"), "scalars": scalars,
+               "outputs": str(work / "out.npz"), "after": str(work / "after.npz"),
+               "record": str(work / "record.json")}
+        (work / "req.json").write_text(json.dumps(req))
+        env = {**scrubbed_env(), "TMPDIR": str(work)}
+        try:
+            proc = subprocess.run([sys.executable, "-m", "evals.harness_child",
+                                   str(work / "req.json")], cwd=work, env=env,
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, timeout=timeout,
+                                  preexec_fn=_limits(int(timeout) + 5))
+        except subprocess.TimeoutExpired:
+            return None, {}, {}, f"timed out after {timeout:.0f} s (a hang?)"
+        record = (json.loads((work / "record.json").read_text())
+                  if (work / "record.json").is_file() else {})
+        if proc.returncode == 3:  # the harness itself broke: our bug, not the candidate's
+            raise RuntimeError("evals.harness_child failed: "
+                               + proc.stderr.decode(errors="replace")[-2000:])
+        if proc.returncode != 0 or not (work / "out.npz").is_file():
+            if record:
+                return None, {}, record, ""
+            tail = proc.stderr.decode(errors="replace")[-300:].strip()
+            return None, {}, {}, f"the candidate's process died (exit {proc.returncode}): {tail}"
+        with np.load(work / "out.npz") as f:
+            outs = {k: f[k] for k in f.files}
+        with np.load(work / "after.npz") as f:
+            after = {k: f[k] for k in f.files}
+        return outs, after, record, ""
+
+
+def implausible_speed(seconds: float, bytes_moved: float, flops: float, chip: str) -> str:
+    """Why a measured time cannot be real on ``chip`` (faster than its roofline: bandwidth and
+    FP32 peak from kb/rules/arch), or "" when it can."""
+    from kb.arch import chip as find_chip
+    from kb.arch import roofline_seconds
+
+    floor = roofline_seconds(find_chip(chip), bytes_moved, flops)
+    if seconds < floor:
+        return (f"{seconds * 1e6:.3f} us is faster than the {chip}'s roofline floor "
+                f"{floor * 1e6:.3f} us for {bytes_moved:.3g} bytes and {flops:.3g} FLOP: the "
+                "timing is wrong or the work was skipped")
+    return ""
+
+
+def _oracle(case: CaseSpec, sizes: dict, inputs: dict) -> dict:
+    if case.check.reference == "cuda":
+        outs, record = run_cuda(case, sizes, inputs)
+        if not record.ok:
+            raise RuntimeError(f"{case.id}: the CUDA oracle failed: {record.findings[:2]}")
+        return outs
+    return run_reference(case, sizes, inputs)
+
+
+def _constant(a: np.ndarray) -> bool:
+    a = np.asarray(a, dtype=np.float64).ravel()
+    return a.size > 1 and bool(np.all(a == a[0]))
+
+
+def judge(case: CaseSpec, body: str, header: str = "", *, seeds: int = 3,
+          timeout: float = 120.0) -> Verdict:
+    """Accept or reject a candidate body for ``case``'s ``[metal]`` launch; every reason for a
+    rejection is listed."""
+    verdict = Verdict(False, [f"static {s}" for s in static_findings(body, header)])
+    if verdict.reasons:
+        return verdict
+    seen: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for sizes in case.size_sets():
+        for seed in range(max(seeds, 3)):
+            inputs = make_inputs(case, sizes, 1000 + seed)
+            want = _oracle(case, sizes, inputs)
+            got, after, record, problem = run_candidate(case, body, header, sizes, inputs,
+                                                        timeout)
+            run = {"sizes": sizes, "seed": 1000 + seed, "ok": False, "why": ""}
+            verdict.runs.append(run)
+            why = problem or _judge_run(case, inputs, want, got, after, record, seen)
+            run["ok"], run["why"] = not why, why
+            if why:
+                verdict.reasons.append(f"sizes {sizes} seed {1000 + seed}: {why}")
+                return verdict  # the first failure says enough; later runs would repeat it
+    # the same inputs again: a racy or nondeterministic candidate gives another answer
+    sizes = case.size_sets()[0]
+    inputs = make_inputs(case, sizes, 1000)
+    want = _oracle(case, sizes, inputs)
+    again, _, record, problem = run_candidate(case, body, header, sizes, inputs, timeout)
+    first = verdict.runs[0]
+    if problem or again is None:
+        verdict.reasons.append(f"repeat run failed: {problem or record.get('diagnostics')}")
+        return verdict
+    ok, _, why = compare(case, want, again)
+    if not ok:
+        verdict.reasons.append(f"repeat run of sizes {first['sizes']} seed 1000 differs: {why}")
+        return verdict
+    verdict.accepted = True
+    return verdict
+
+
+def _judge_run(case, inputs, want, got, after, record, seen) -> str:
+    if not record.get("compiled", False):
+        return "did not compile: " + "; ".join(record.get("diagnostics", [])[:3])
+    if record.get("findings"):
+        return "simulator findings: " + "; ".join(record["findings"][:3])
+    for name, before in inputs.items():
+        if isinstance(before, np.ndarray) and name in after and \
+                not np.array_equal(after[name], before):
+            return f"mutated its input {name!r}"
+    for name, w in want.items():
+        g = got.get(name)
+        if g is None:
+            continue
+        if _constant(g) and not _constant(w):
+            return f"{name!r} is constant while the reference is not"
+        for iname, iv in inputs.items():
+            if isinstance(iv, np.ndarray) and iv.shape == np.shape(g) and \
+                    np.array_equal(iv, g) and not np.array_equal(iv, w):
+                return f"{name!r} is a copy of the input {iname!r}"
+        prev = seen.get(name)
+        if prev is not None and prev[0].shape == np.shape(g) and np.array_equal(prev[0], g) \
+                and not np.array_equal(prev[1], w):
+            return f"{name!r} did not change with the inputs (cached or input-independent)"
+        seen[name] = (np.asarray(g), np.asarray(w))
+    ok, _, why = compare(case, want, got)
+    return "" if ok else f"wrong result: {why}"

@@ -1,0 +1,65 @@
+"""The untrusted side of the harness: run one candidate Metal port on inputs the parent wrote,
+write what it produced (and the inputs as they are afterwards) where the parent said. Started by
+evals/harness.py in a child process with limits, a scrubbed environment and its own temporary
+directory; whatever it prints is never read as a verdict.
+
+    python -m evals.harness_child REQUEST.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+def main(argv: list[str]) -> int:
+    from evals.cases import load_case
+    from evals.corpus_check import run_metal
+    from evals.port_check import case_with_port
+    from runners.errors import KportError
+
+    req = json.loads(Path(argv[0]).read_text())
+    case = load_case(Path(req["case"]))
+    work = Path(req["work"])
+    ported = case_with_port(case, work / "case", body=req["body"], header=req["header"],
+                            inputs=case.metal.inputs, outputs=case.metal.outputs,
+                            grid=case.metal.grid, threadgroup=case.metal.threadgroup,
+                            template=case.metal.template,
+                            atomic_outputs=case.metal.atomic_outputs,
+                            init_value=case.metal.init_value)
+    with np.load(req["inputs"]) as f:
+        inputs = {k: f[k] for k in f.files}
+    scalars = req["scalars"]
+    for name, (value, dtype) in scalars.items():
+        inputs[name] = np.dtype(dtype).type(value)
+    order = [a.name for a in case.args]
+    inputs = {k: inputs[k] for k in order if k in inputs}
+    try:
+        outs, record = run_metal(ported, req["sizes"], inputs)
+    except KportError as err:  # a candidate the simulator cannot take: a failed run
+        Path(req["record"]).write_text(json.dumps({"compiled": False, "ok": False,
+                                                   "diagnostics": [str(err)[:2000]],
+                                                   "findings": []}))
+        return 0
+    np.savez(req["outputs"], **{k: np.asarray(v) for k, v in outs.items()})
+    np.savez(req["after"], **{k: v for k, v in inputs.items() if isinstance(v, np.ndarray)})
+    Path(req["record"]).write_text(json.dumps({
+        "compiled": record.compiled, "ok": record.ok,
+        "diagnostics": [str(d) for d in record.diagnostics][:20],
+        "findings": [str(f) for f in record.findings][:20]}))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except MemoryError:
+        sys.exit(4)  # the limits stopped a runaway allocation
+    except Exception:  # noqa: BLE001 - a bug of ours: the parent raises it, it is no verdict
+        import traceback
+
+        traceback.print_exc()
+        sys.exit(3)
