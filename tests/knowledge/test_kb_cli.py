@@ -174,3 +174,27 @@ def test_fixes_for_a_message(cli):
     found = json.loads(proc.stdout)
     assert proc.returncode == 0 and found
     assert any("threadgroup_barrier" in f["fix"] for f in found)
+
+
+def test_add_pairs_and_export_import_round_trip(cli, fresh_home, tmp_path):
+    cu, mt = tmp_path / "cuda", tmp_path / "metal"
+    cu.mkdir()
+    mt.mkdir()
+    (cu / "ops.cu").write_text("__global__ void rms_norm_f32(const float* x, float* y) {\n"
+                               "  y[threadIdx.x] = rsqrtf(x[threadIdx.x]);\n}\n")
+    (mt / "ops.metal").write_text("kernel void kernel_rms_norm(device const float* x, device "
+                                  "float* y, uint i [[thread_position_in_grid]]) {\n"
+                                  "  y[i] = rsqrt(x[i]);\n}\n")
+    proc = cli("kb", "add-pairs", str(cu), str(mt), "--source", "mine", "--json",
+               home=fresh_home)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["pairs"] == 1
+    dump = tmp_path / "kb.jsonl"
+    assert cli("kb", "export", str(dump), home=fresh_home).returncode == 0
+    other = tmp_path / "other-home"
+    proc = cli("kb", "import", str(dump), "--json", home=other)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == {"added": 2, "present": 0}
+    hit = json.loads(cli("kb", "search", "rms norm", "--language", "cuda", "-k", "1", "--json",
+                         home=other).stdout)[0]
+    assert hit["pair"]["metadata"]["kernel"] == "kernel_rms_norm"
