@@ -83,7 +83,9 @@ class PortState(TypedDict, total=False):
     stop_reason: str
     best: dict | None  # {"candidate", "score", "check", "bench"} of the best correct port
     tree: list[dict]  # optimisation nodes: id, parent, action, status, score, notes
-    frontier: list[dict]  # correct tree nodes with their candidate, best first
+    frontier: list[dict]  # correct tree nodes: id, score, candidate, tried actions
+    expanding: dict  # the tree node and action the current optimisation candidate comes from
+    opt_note: str
     attempts: Annotated[list[dict], operator.add]
 
 
@@ -112,3 +114,21 @@ def usage_update(state: PortState, reply) -> dict:
             "input_tokens": state.get("input_tokens", 0) + reply.input_tokens,
             "output_tokens": state.get("output_tokens", 0) + reply.output_tokens,
             "tokens_estimated": state.get("tokens_estimated", False) or reply.estimated}
+
+
+def budget_stop(state: PortState, ctx: PortContext, prompt: str | None = None) -> str:
+    """Why the run must stop now ('' when it may go on): candidates checked, wall time, and,
+    before an LLM call with ``prompt``, whether its estimated size would pass the token budget."""
+    from agent.llm import estimate_tokens
+    from agent.prompts import SYSTEM
+
+    if state.get("iteration", 0) >= ctx.budget.iterations:
+        return f"iteration budget spent ({ctx.budget.iterations} candidates checked)"
+    if ctx.out_of_time():
+        return f"wall-time budget spent ({ctx.budget.wall_s:g} s)"
+    if prompt is not None:
+        need = tokens_used(state) + estimate_tokens(SYSTEM + prompt)
+        if need > ctx.budget.tokens:
+            return (f"token budget spent: {tokens_used(state)} used, the next request needs "
+                    f"~{need - tokens_used(state)} more, budget {ctx.budget.tokens}")
+    return ""

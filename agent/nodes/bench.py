@@ -54,7 +54,8 @@ def lint_score(lints: list[dict]) -> float:
 def sim_metrics(candidate: dict, case, sizes: dict[str, int], chip: str) -> dict:
     """Launch shape, static threadgroup memory and a memory-traffic roofline bound at
     ``sizes`` (every array read or written once; flops not counted)."""
-    from kb.arch import ArchError, chip as chip_named, roofline_seconds
+    from kb.arch import ArchError, roofline_seconds
+    from kb.arch import chip as chip_named
     from kb.tgmem import threadgroup_decls
 
     grid, tg, template = launch_values(candidate, sizes)

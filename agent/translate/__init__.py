@@ -111,7 +111,7 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
     ctx.extra_params = {fn: list(attrs) for fn, attrs in info.attribute_params.items()}
     ctx.tg_params = {fn: set(ix) for fn, ix in info.threadgroup_params.items()}
     if info.extern_shared:
-        ctx.smem_sizes = {name: f"KPORT_SMEM_BYTES / sizeof({ty})"
+        ctx.smem_sizes = {name: f"KP_SMEM_BYTES / sizeof({ty})"
                           for name, ty in info.extern_shared.items()}
     data = info.data
     header_parts = []
@@ -149,7 +149,7 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
         tr.notes.append("outputs are atomic (MLX atomic_outputs=True) and start at 0 "
                         "(init_value=0, as a cudaMemset before the launch would)")
     if info.extern_shared:
-        tr.template["KPORT_SMEM_BYTES"] = str(shared_mem)
+        tr.template["KP_SMEM_BYTES"] = str(shared_mem)
     return tr
 
 

@@ -127,7 +127,7 @@ def test_threadgroup_atomics_and_dynamic_shared_memory():
                              {"out": np.zeros(4, np.uint32), "copy": np.zeros(n, np.float32)},
                              [4], [64], shared_mem=64 * 4)
     assert "threadgroup atomic_uint hits;" in tr.body
-    assert "buf[KPORT_SMEM_BYTES / sizeof(float)]" in tr.body
+    assert "buf[KP_SMEM_BYTES / sizeof(float)]" in tr.body
     np.testing.assert_array_equal(got["out"], want["out"])
     np.testing.assert_array_equal(got["copy"], want["copy"])
 

@@ -1,0 +1,145 @@
+"""A case for a kernel that comes without one (`kport port FILE.cu` with no --case): roles and
+element types from the translator, sizes from --size, and guesses for everything else, each
+guess listed so the report can say what to check. The result is a real case folder (case.toml
+plus the CUDA source), valid for evals.cases.load_case, whose oracle is the CUDA kernel itself
+run in cuda_sim; the user corrects case.toml and runs again with --case.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+from pathlib import Path
+
+from agent.translate import translate_kernel
+from agent.translate.analyze import TYPE_DTYPES
+from evals.cases import CATEGORIES, load_case
+from runners.errors import KportError
+
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def case_toml(data: dict) -> str:
+    """TOML text for a case dict (scalars, lists, tables and arrays of tables one level deep)."""
+    lines = [f"{k} = {_toml_value(v)}" for k, v in data.items()
+             if not isinstance(v, (dict, list)) or (isinstance(v, list) and v
+                                                    and not isinstance(v[0], dict))]
+    for k, v in data.items():
+        if isinstance(v, dict):
+            lines += ["", f"[{k}]"] + [f"{kk} = {_toml_value(vv)}" for kk, vv in v.items()]
+        elif isinstance(v, list) and v and isinstance(v[0], dict):
+            for item in v:
+                lines += ["", f"[[{k}]]"] + [f"{kk} = {_toml_value(vv)}"
+                                             for kk, vv in item.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _dtype(name: str, ctype: str) -> str:
+    words = ctype.replace("const", " ").replace("__restrict__", " ").replace("*", " ").split()
+    dtype = TYPE_DTYPES.get(" ".join(words))
+    if dtype is None:
+        raise KportError(f"cannot guess the element type of argument {name!r} ({ctype!r}); "
+                         "write a case.toml for it (docs/corpus.md) and pass --case")
+    return dtype
+
+
+def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, int],
+               grid: list | None = None, block: list | None = None,
+               shapes: dict[str, list] | None = None) -> tuple[object, list[str]]:
+    """Write a case for ``kernel`` of ``src_path`` into ``folder`` (its name is the case id);
+    returns (CaseSpec, what was guessed). Raises KportError for a kernel or argument it
+    cannot describe, and CaseError if the result does not validate."""
+    src = src_path.read_text()
+    tr = translate_kernel(src, kernel, where=str(src_path))
+    guessed: list[str] = [f"roles inferred by the translator: {tr.roles}"]
+    ints = [n for n, r in tr.roles.items() if r == "scalar"
+            and _dtype(n, tr.dtypes.get(n, "")).startswith(("int", "uint"))]
+    if not sizes:
+        sizes = {n: 1024 if len(ints) == 1 else 64 for n in ints} or {"n": 1024}
+        guessed.append(f"sizes {sizes} (no --size given)")
+    elements = " * ".join(sizes) if len(sizes) > 1 else next(iter(sizes))
+    args = []
+    for name, role in tr.roles.items():
+        dtype = _dtype(name, tr.dtypes.get(name, ""))
+        if role == "scalar":
+            if name in sizes:
+                value = name
+            else:
+                value = 1 if dtype.startswith(("int", "uint")) else 1.5
+                guessed.append(f"scalar {name} = {value}")
+            args.append({"name": name, "role": role, "dtype": dtype, "value": value})
+            continue
+        shape = (shapes or {}).get(name)
+        if shape is None:
+            shape = [elements]
+            guessed.append(f"shape of {name}: [{elements}] (flat; pass --shape {name}=...)")
+        init = ("zeros" if role == "out" else "normal" if dtype.startswith(("float", "bfloat"))
+                else "randint:0:4")
+        args.append({"name": name, "role": role, "dtype": dtype, "shape": shape, "init": init})
+    if block is None:
+        block = [256, 1, 1]
+        guessed.append("CUDA block [256, 1, 1] (no --block given)")
+    if grid is None:
+        grid = [f"ceil_div({elements}, {block[0]})", 1, 1]
+        guessed.append(f"CUDA grid {grid}: one thread per element (no --grid given)")
+    variant = {k: v - v // 4 - 1 for k, v in sizes.items() if v > 8}
+    if variant:
+        guessed.append(f"a second size set {variant} (odd sizes, to exercise tails)")
+    half = any(a["dtype"] in ("float16", "bfloat16") for a in args)
+    category = _category(tr.kernel)
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(src_path, folder / src_path.name)
+    for inc in _INCLUDE.findall(src):
+        if (src_path.parent / inc).is_file():
+            (folder / inc).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src_path.parent / inc, folder / inc)
+    data = {"id": folder.name, "title": f"{tr.kernel} (case guessed by kport port)",
+            "category": category,
+            "notes": "Guessed by `kport port` without --case: check every shape, scalar value "
+                     "and the launch, then run `kport port ... --case " + folder.name + "`.",
+            "cuda": {"source": src_path.name, "kernel": kernel, "grid": list(grid),
+                     "block": list(block)},
+            "sizes": dict(sizes), "variants": [variant] if variant else [], "args": args,
+            "check": {"rtol": 1e-2 if half else 1e-5, "atol": 1e-3 if half else 1e-6,
+                      "reference": "cuda", "seeds": 2}}
+    if not variant:
+        del data["variants"]
+    (folder / "case.toml").write_text(case_toml(data))
+    guessed.append(f"tolerances rtol={data['check']['rtol']} atol={data['check']['atol']}")
+    return load_case(folder), guessed
+
+
+def _category(kernel: str) -> str:
+    from kb.features import guess_category
+
+    cat = guess_category(kernel)
+    return cat if cat in CATEGORIES else "other"
+
+
+def with_sizes(case, sizes: dict[str, int]):
+    """``case`` with its default sizes overridden (variants kept); KportError for a size the
+    case does not have."""
+    unknown = sorted(set(sizes) - set(case.sizes))
+    if unknown:
+        raise KportError(f"--size {unknown[0]}: the case has no size of that name; its sizes: "
+                         f"{', '.join(case.sizes)}")
+    return case.model_copy(update={"sizes": {**case.sizes, **sizes}}) if sizes else case
+
+
+def total_bytes(case, sizes: dict[str, int]) -> int:
+    """Bytes of every array argument at ``sizes`` (to pick small oracle size sets)."""
+    from evals.cases import evaluate
+
+    return sum(math.prod(int(evaluate(s, sizes)) for s in a.shape) for a in case.args
+               if a.role != "scalar") * 4

@@ -1,0 +1,186 @@
+"""The runtime of a generated ``kernel.py`` (agent/package.py copies this file and fills in the
+port-data block): ``run(**kwargs) -> dict[str, mx.array]`` through ``mx.fast.metal_kernel``
+on Apple Silicon, or kport's metal_sim drop-in elsewhere. It needs only numpy and MLX on a Mac.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import operator
+
+import numpy as np
+
+# --- kport: port data ---
+KERNEL = "kernel"
+BODY = ""
+HEADER = ""
+SPEC: dict = {"params": [], "args": {}, "sizes": [], "size_args": {}, "inputs": [],
+              "outputs": [], "out_args": {}, "grid": [1, 1, 1], "threadgroup": [1, 1, 1],
+              "template": {}, "atomic_outputs": False, "init_value": None}
+# --- kport: end of port data ---
+
+STORAGE = {"float32": "float32", "float16": "float16", "bfloat16": "uint16", "bool": "bool",
+           "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+           "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64"}
+_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+        ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Div: operator.truediv,
+        ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.RShift: operator.rshift}
+_FUNCS = {"min": min, "max": max, "ceil_div": lambda a, b: -(-a // b)}
+
+
+def evaluate(expr, sizes: dict):
+    """An int/float, or an expression over the size names (+ - * // % / ** << >>, min, max,
+    ceil_div); ValueError for anything else."""
+    if isinstance(expr, (int, float)):
+        return expr
+
+    def walk(node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return node.value
+        if isinstance(node, ast.Name) and node.id in sizes:
+            return sizes[node.id]
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            return _OPS[type(node.op)](walk(node.left), walk(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -walk(node.operand)
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in _FUNCS:
+            return _FUNCS[node.func.id](*[walk(a) for a in node.args])
+        raise ValueError(f"cannot evaluate {expr!r} with sizes {sizes}")
+
+    return walk(ast.parse(str(expr), mode="eval").body)
+
+
+@functools.cache
+def kernel():
+    """The metal_kernel object: MLX's on Apple Silicon, kport's simulator elsewhere."""
+    import mlx.core as mx
+
+    if mx.metal.is_available():
+        make = mx.fast.metal_kernel
+    else:
+        try:
+            from runners.metal_sim import metal_kernel as make
+        except ImportError:
+            raise RuntimeError("no Metal GPU here and kport's simulator is not importable: "
+                               "run on Apple Silicon, or install kport") from None
+    return make(name=KERNEL, input_names=SPEC["inputs"], output_names=SPEC["outputs"],
+                source=BODY, header=HEADER, atomic_outputs=SPEC["atomic_outputs"])
+
+
+def _array(name: str, value, dtype: str):
+    import mlx.core as mx
+
+    if isinstance(value, np.ndarray):
+        if dtype == "bfloat16" and value.dtype == np.uint16:  # bfloat16 as bit patterns
+            return mx.array(value).view(mx.bfloat16)
+        if value.dtype != np.dtype(STORAGE[dtype]):
+            raise TypeError(f"{name}: expected {dtype}, got numpy {value.dtype}; convert it "
+                            "first")
+        return mx.array(value)
+    if not isinstance(value, mx.array):
+        raise TypeError(f"{name}: expected an mx.array or numpy array of {dtype}, got "
+                        f"{type(value).__name__}")
+    if value.dtype != getattr(mx, dtype):
+        raise TypeError(f"{name}: expected {dtype}, got {value.dtype}; convert it first")
+    return value
+
+
+def _scalar(name: str, value, dtype: str):
+    import mlx.core as mx
+
+    if isinstance(value, (mx.array, np.ndarray)):
+        if value.size != 1:
+            raise ValueError(f"{name}: a scalar argument, got shape {tuple(value.shape)}")
+        value = value.item()
+    if dtype.startswith(("int", "uint")) and float(value) != int(value):
+        raise TypeError(f"{name}: expected an integer ({dtype}), got {value!r}")
+    return mx.array(int(value) if dtype.startswith(("int", "uint")) else value,
+                    dtype=getattr(mx, dtype))
+
+
+def _bind(kwargs: dict) -> tuple[dict, dict]:
+    """(kernel inputs by CUDA name, size values) from run()'s arguments; raises TypeError for a
+    missing/unknown argument or dtype, ValueError for a shape that does not fit."""
+    args, sizes, values = SPEC["args"], {}, {}
+    allowed = {n for n, a in args.items() if a["role"] != "out"} | set(SPEC["size_args"].values())
+    unknown = sorted(set(kwargs) - allowed)
+    if unknown:
+        raise TypeError(f"run() got unknown argument {unknown[0]!r}; it takes "
+                        f"{', '.join(sorted(allowed))}")
+    for sym, kw in SPEC["size_args"].items():
+        if kw not in kwargs:
+            raise TypeError(f"run() needs {kw}= (a size the arrays do not show)")
+        sizes[sym] = int(kwargs[kw])
+    for name, a in args.items():
+        if a["role"] not in ("in", "inout"):
+            continue
+        if name not in kwargs:
+            raise TypeError(f"run() missing array argument {name!r}")
+        arr = values[name] = _array(name, kwargs[name], a["dtype"])
+        if arr.ndim != len(a["shape"]):
+            raise ValueError(f"{name}: expected {len(a['shape'])} dimensions {a['shape']}, "
+                             f"got shape {tuple(arr.shape)}")
+        for expr, dim in zip(a["shape"], arr.shape, strict=True):
+            if isinstance(expr, str) and expr in SPEC["sizes"]:
+                if sizes.setdefault(expr, dim) != dim:
+                    raise ValueError(f"{name}: dimension {expr} is {dim}, but {expr}="
+                                     f"{sizes[expr]} elsewhere")
+    for name, a in args.items():
+        if a["role"] != "scalar":
+            continue
+        sym = a["value"] if a["value"] in SPEC["sizes"] else None
+        if name in kwargs:
+            given = kwargs[name]
+            if sym is not None and sizes.setdefault(sym, int(given)) != int(given):
+                raise ValueError(f"{name}={given} but the arrays give {sym}={sizes[sym]}")
+        elif sym is not None and sym in sizes:
+            given = sizes[sym]
+        else:
+            raise TypeError(f"run() missing scalar argument {name!r} ({a['dtype']})")
+        values[name] = _scalar(name, given, a["dtype"])
+    for name, arr in values.items():
+        a = args[name]
+        if a["role"] in ("in", "inout"):
+            want = tuple(int(evaluate(e, sizes)) for e in a["shape"])
+            if tuple(arr.shape) != want:
+                raise ValueError(f"{name}: expected shape {want} {a['shape']} at sizes "
+                                 f"{sizes}, got {tuple(arr.shape)}")
+    return values, sizes
+
+
+def run(**kwargs) -> dict:
+    """Run the port: every in/inout/scalar argument by its CUDA name (plus any size in
+    SPEC["size_args"]); returns every out/inout argument by its CUDA name as an mx.array.
+    Raises TypeError/ValueError for missing, unknown or mis-shaped arguments."""
+    import mlx.core as mx
+
+    values, sizes = _bind(kwargs)
+    args = SPEC["args"]
+    outs = [args[SPEC["out_args"][o]] for o in SPEC["outputs"]]
+    template = [(k, getattr(mx, v) if isinstance(v, str) and v in STORAGE
+                 else int(evaluate(v, sizes)) if isinstance(v, str) else v)
+                for k, v in SPEC["template"].items()]
+    extra = {"template": template} if template else {}
+    if SPEC["init_value"] is not None:
+        extra["init_value"] = SPEC["init_value"]
+    results = kernel()(
+        inputs=[values[n] for n in SPEC["inputs"]],
+        output_shapes=[tuple(int(evaluate(e, sizes)) for e in a["shape"]) for a in outs],
+        output_dtypes=[getattr(mx, a["dtype"]) for a in outs],
+        grid=tuple(int(evaluate(e, sizes)) for e in SPEC["grid"]),
+        threadgroup=tuple(int(evaluate(e, sizes)) for e in SPEC["threadgroup"]), **extra)
+    return {SPEC["out_args"][o]: r for o, r in zip(SPEC["outputs"], results, strict=True)}
+
+
+def as_numpy(name: str, value) -> np.ndarray:
+    """An argument's values as a float64/int numpy array (bfloat16 decoded), for comparisons."""
+    import mlx.core as mx
+
+    dtype = SPEC["args"][name]["dtype"]
+    if isinstance(value, mx.array) and value.dtype == mx.bfloat16:
+        value = np.array(value.view(mx.uint16))
+    value = np.asarray(value)
+    if dtype == "bfloat16":
+        return (value.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return value.astype(np.float64) if value.dtype.kind == "f" else value

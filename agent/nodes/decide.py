@@ -1,0 +1,131 @@
+"""decide: what to do with the candidate just checked. Porting: a correct one is accepted (and,
+with an LLM and budget, becomes the root of the optimisation tree); an incorrect one is repaired
+(LLM: diagnostics and fix rules fed back; offline: a mechanical fix from agent.repairs, if one
+applies) or the run stops, saying why. Optimising: the candidate joins the tree as scored or
+rejected, and the search goes on while the budgets and untried actions last.
+"""
+
+from __future__ import annotations
+
+from agent.nodes.bench import perf_lints
+from agent.nodes.optimise import applicable, better, next_expansion
+from agent.repairs import diagnosis_ids, mechanical_repair
+from agent.state import budget_stop
+
+ACCEPTED = "accepted: correct at every size set and seed"
+
+
+def _fixes(ids: list[str]) -> list[dict]:
+    from kb.fixes import load_fixes
+
+    by_id = {r.id: r for r in load_fixes()}
+    return [{"id": i, "title": by_id[i].title, "fix": by_id[i].fix} for i in ids
+            if i in by_id][:4]
+
+
+def _record(cand: dict, bench: dict, check: dict) -> dict:
+    return {"candidate": cand, "score": bench.get("score"), "check": check, "bench": bench}
+
+
+def _start_search(state, ctx, best: dict) -> dict:
+    """Accept ``best``; with an LLM, budget and an applicable action, root the search on it."""
+    out = {"best": best, "decision": "accept"}
+    if ctx.llm is None:
+        return {**out, "opt_note": "offline: no optimisation (it needs an LLM: KPORT_MODEL)"}
+    if ctx.budget.optimise <= 0:
+        return {**out, "opt_note": "optimisation off (budget 0)"}
+    lints = best["bench"].get("lints", [])
+    root = {"id": 0, "parent": None, "action": None, "status": "root", "score": best["score"]}
+    stop = budget_stop(state, ctx)
+    if stop or not applicable(state.get("features", {}), lints):
+        return {**out, "opt_note": f"optimisation skipped: {stop or 'no applicable action'}",
+                "tree": [root]}
+    return {**out, "decision": "optimise", "phase": "optimise", "tree": [root],
+            "frontier": [{"id": 0, "score": best["score"], "candidate": best["candidate"],
+                          "lints": lints, "tried": []}]}
+
+
+def _port_phase(state, ctx) -> dict:
+    chk, cand = state["check"], state["candidate"]
+    if chk["ok"]:
+        return _start_search(state, ctx, _record(cand, state.get("bench", {}), chk))
+    fb = chk["feedback"]
+    if chk.get("oracle_broken"):
+        return {"decision": "stop", "feedback": fb, "stop_reason":
+                "the oracle failed: the CUDA kernel did not run cleanly in cuda_sim at these "
+                "sizes (see the validation notes); correct the case (shapes, sizes, values) "
+                "and run again"}
+    lints = [] if cand.get("error") else perf_lints(cand, dict(ctx.case.sizes), ctx.chip)
+    ids = diagnosis_ids(fb, lints)
+    update = {"feedback": fb, "fixes": _fixes(ids)}
+    stop = budget_stop(state, ctx)
+    if stop:
+        return {**update, "decision": "stop", "stop_reason": stop}
+    if ctx.llm is not None:
+        return {**update, "decision": "repair"}
+    tried = {a["origin"].removeprefix("repair:") for a in state.get("attempts", [])
+             if a["origin"].startswith("repair:")}
+    fixed = mechanical_repair(cand, ctx.case, ids, tried)
+    if fixed is not None:
+        return {**update, "decision": "repair", "pending": fixed[0]}
+    todos = len(state["translation"].get("todos", []))
+    reason = f"offline: no mechanical repair for: {fb[0] if fb else 'the failure'}"
+    if ids:
+        reason += f" (fix rules: {', '.join(ids[:3])}; see the report)"
+    if todos:
+        reason += (f"; {todos} KPORT-TODO construct(s) remain for an LLM (set KPORT_MODEL) "
+                   "or a person")
+    return {**update, "decision": "stop", "stop_reason": reason}
+
+
+def _optimise_phase(state, ctx) -> dict:
+    chk, cand, exp = state["check"], state["candidate"], state.get("expanding", {})
+    tree, frontier, best = list(state["tree"]), list(state["frontier"]), state["best"]
+    node = {"id": len(tree), "parent": exp.get("parent"), "action": exp.get("action"),
+            "origin": cand.get("origin")}
+    update: dict = {}
+    if chk["ok"]:
+        bench = state.get("bench", {})
+        node.update(status="scored", score=bench.get("score"))
+        frontier.append({"id": node["id"], "score": bench["score"], "candidate": cand,
+                         "lints": bench.get("lints", []), "tried": []})
+        if better(bench["score"], best["score"]):
+            node["status"] = "scored, new best"
+            update["best"] = _record(cand, bench, chk)
+    else:
+        node.update(status="rejected", notes=chk["feedback"][:2])
+    tree.append(node)
+    tried = len(tree) - 1
+    stop = budget_stop(state, ctx)
+    if not stop and tried >= ctx.budget.optimise:
+        stop = f"optimisation budget spent ({ctx.budget.optimise} candidates)"
+    if not stop and next_expansion(frontier, state.get("features", {})) is None:
+        stop = "every applicable action was tried"
+    update.update(tree=tree, frontier=frontier)
+    if stop:
+        return {**update, "decision": "accept", "opt_note": f"optimisation stopped: {stop}"}
+    return {**update, "decision": "optimise"}
+
+
+def decide(state, runtime) -> dict:
+    """Returns ``decision`` (accept | repair | optimise | stop) and what goes with it."""
+    ctx = runtime.context
+    if state.get("phase") == "optimise":
+        return _optimise_phase(state, ctx)
+    return _port_phase(state, ctx)
+
+
+def after_decide(state) -> str:
+    """Route: 'draft' to repair, 'optimise', or 'finish'."""
+    return {"repair": "draft", "optimise": "optimise"}.get(state.get("decision", ""), "finish")
+
+
+def finish(state, runtime) -> dict:
+    """The verdict: accepted when a correct candidate exists; the stop reason says why not."""
+    if state.get("best") is not None:
+        note = state.get("opt_note", "")
+        if state.get("stop_reason"):  # a budget or the provider stopped the search
+            note = f"optimisation stopped: {state['stop_reason']}"
+        return {"decision": "accept", "stop_reason": ACCEPTED, "opt_note": note}
+    return {"decision": "reject",
+            "stop_reason": state.get("stop_reason") or "no correct candidate"}

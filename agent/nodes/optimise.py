@@ -1,0 +1,77 @@
+"""optimise: K-Search-style best-first search over rewrites of a correct port. Each tree node
+is a correct candidate with its score; expanding one applies an action drawn from the Apple-GPU
+architecture rules (an LLM rewrite request), and the result is checked like any candidate:
+correct ones are scored and join the frontier, incorrect ones are rejected. The best-scored
+correct node is what the agent ships.
+"""
+
+from __future__ import annotations
+
+from agent.nodes.draft import ask
+from agent.nodes.retrieve import arch_facts
+from agent.prompts import optimise_prompt
+
+# id, title, facts (kb/rules/arch/features.toml), feature flags that make it apply (empty:
+# always), lints that make it urgent, and the request.
+ACTIONS: tuple[dict, ...] = (
+    {"id": "simd_reduction", "title": "SIMD-group reductions", "facts": ("F1", "F7", "F9"),
+     "when": ("f_warp", "f_shared"), "lints": (),
+     "instruction": "Replace shuffle trees and threadgroup-memory tree reductions with Metal's "
+                    "SIMD-group collectives (simd_sum, simd_max, simd_min, simd_prefix_*): one "
+                    "call reduces 32 lanes. Keep threadgroup memory only to combine the "
+                    "SIMD-groups of a threadgroup, with the barriers that needs."},
+    {"id": "threadgroup_size", "title": "threadgroup size", "facts": ("F1", "F2", "F4"),
+     "when": (), "lints": ("threadgroup.partial_simdgroup", "threadgroup.too_many_threads"),
+     "instruction": "Pick a threadgroup size that is a multiple of the SIMD width 32 and suits "
+                    "occupancy (256 to 1024 threads); change the launch in a json block and "
+                    "every constant or template value that depends on it together."},
+    {"id": "vector_loads", "title": "vector loads and stores", "facts": ("F7",),
+     "when": (), "lints": (),
+     "instruction": "Have each thread load and store contiguous elements as vector types "
+                    "(float4, half4) where alignment allows, handle the tail element-wise, and "
+                    "shrink the grid to match (json block)."},
+    {"id": "tgmem_padding", "title": "threadgroup memory padding", "facts": ("F3", "F6"),
+     "when": ("f_shared",), "lints": (),
+     "instruction": "Pad 2-D threadgroup arrays by one element (16 bytes) per row so that "
+                    "column accesses fall in different banks, staying under 32 KB."},
+)
+
+
+def applicable(features: dict, lints: list[dict]) -> list[dict]:
+    """Actions whose feature flags the kernel has (or that always apply), urgent ones (a lint
+    asks for them) first."""
+    found = {x["id"] for x in lints}
+    acts = [a for a in ACTIONS if not a["when"] or any(features.get(f) for f in a["when"])]
+    return sorted(acts, key=lambda a: not (set(a["lints"]) & found))
+
+
+def better(a: dict, b: dict | None) -> bool:
+    """Score ``a`` strictly beats ``b`` (same kind; lower value wins)."""
+    return b is None or (a["kind"] == b["kind"] and a["value"] < b["value"])
+
+
+def next_expansion(frontier: list[dict], features: dict) -> tuple[dict, dict] | None:
+    """The best frontier node with an untried applicable action, and that action."""
+    for node in sorted(frontier, key=lambda n: (n["score"]["value"], n["id"])):
+        lints = node.get("lints", [])
+        for action in applicable(features, lints):
+            if action["id"] not in node["tried"]:
+                return node, action
+    return None
+
+
+def optimise(state, runtime) -> dict:
+    """Expands one (node, action): returns the rewritten candidate, ``expanding``, the frontier
+    with the action marked tried, token counts; or ``stop_reason``."""
+    ctx = runtime.context
+    pick = next_expansion(state.get("frontier", []), state.get("features", {}))
+    if pick is None:
+        return {"stop_reason": "optimisation: every applicable action was tried"}
+    node, action = pick
+    frontier = [{**n, "tried": n["tried"] + [action["id"]]} if n["id"] == node["id"] else n
+                for n in state["frontier"]]
+    prompt = optimise_prompt(state, ctx.src, node["candidate"], action,
+                             arch_facts(action["facts"]), node.get("lints", []))
+    update = ask(ctx, state, prompt, node["candidate"], f"opt:{action['id']}")
+    return {**update, "frontier": frontier,
+            "expanding": {"parent": node["id"], "action": action["id"]}}

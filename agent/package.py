@@ -1,0 +1,217 @@
+"""The output package of a port (a contract; outside checks import it):
+
+    DIR/kernel.py       run(**kwargs) -> dict[str, mx.array], and a function named after the kernel
+    DIR/kernel.metal    header + body of the metal_kernel
+    DIR/report.md|json  what was ported, how it was checked, what is guessed or left to do
+    DIR/test_kernel.py  pytest: run() against the oracle outputs saved in DIR/oracle_*.npz
+    DIR/case.toml       (no --case) the guessed case, with the CUDA source beside it
+
+kernel.py is agent/kernel_template.py with its port-data block filled in, so it needs only numpy
+and MLX on a Mac (and kport's metal_sim elsewhere).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import keyword
+import pprint
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from agent.llm import redact
+from evals.cases import evaluate
+
+TEMPLATE = Path(__file__).with_name("kernel_template.py")
+_DATA = re.compile(r"# --- kport: port data ---\n.*?# --- kport: end of port data ---\n", re.S)
+RESERVED = {"run", "kernel", "evaluate", "as_numpy", "np", "ast", "functools", "operator"}
+ORACLE_BYTES = 8 << 20  # arrays of one saved size set
+ORACLE_SETS = 3
+
+TEST_KERNEL = '''"""Checks kernel.py's run() against the oracle outputs kport saved beside it."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+HERE = Path(__file__).resolve().parent
+_spec = importlib.util.spec_from_file_location("kport_port_{tag}", HERE / "kernel.py")
+kernel = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(kernel)
+META = json.loads((HERE / "oracle.json").read_text())
+
+
+@pytest.mark.parametrize("entry", META["sets"], ids=[e["file"] for e in META["sets"]])
+def test_run_matches_the_oracle(entry):
+    data = np.load(HERE / entry["file"])
+    kwargs = {{k[4:]: data[k] for k in data.files if k.startswith("arg_")}}
+    got = kernel.run(**kwargs, **entry["size_args"])
+    for key in (k for k in data.files if k.startswith("want_")):
+        name = key[5:]
+        want = kernel.as_numpy(name, data[key])
+        have = kernel.as_numpy(name, got[name]).reshape(want.shape)
+        assert not (np.isnan(have) & ~np.isnan(want)).any(), f"{{name}}: NaN (unwritten?)"
+        close = np.isclose(have, want, rtol=META["rtol"], atol=META["atol"], equal_nan=True)
+        assert close.all(), f"{{name}}: {{int((~close).sum())}} of {{close.size}} differ"
+'''
+
+
+def _py_string(text: str) -> str:
+    """A Python literal for kernel text: a raw triple-quoted block when that is exact."""
+    if text and "'''" not in text and not text.endswith(("\\", "'")) and "\r" not in text:
+        return "r'''" + text + "'''"
+    return repr(text)
+
+
+def python_name(kernel: str) -> str:
+    """A Python identifier for the kernel's function (``softmax<256>`` -> ``softmax``)."""
+    name = re.sub(r"\W", "_", kernel.split("<")[0]) or "port"
+    return f"{name}_kernel" if keyword.iskeyword(name) or name in RESERVED else name
+
+
+def _names(expr) -> set[str]:
+    if not isinstance(expr, str):
+        return set()
+    try:
+        return {n.id for n in ast.walk(ast.parse(expr, mode="eval")) if isinstance(n, ast.Name)}
+    except SyntaxError:
+        return set()
+
+
+def port_spec(case, candidate: dict) -> dict:
+    """kernel.py's SPEC: arguments (CUDA order), sizes, which sizes run() must be given, the
+    MLX call. Sizes shown by an input array's dimension or a scalar argument are inferred."""
+    args = {a.name: {"role": a.role, "dtype": a.dtype, "shape": list(a.shape),
+                     **({"value": a.value} if a.role == "scalar" else {})} for a in case.args}
+    used: set[str] = set()
+    for a in case.args:
+        for e in [*a.shape, a.value]:
+            used |= _names(e)
+    for e in [*candidate["grid"], *candidate["threadgroup"],
+              *(candidate.get("template") or {}).values()]:
+        used |= _names(e)
+    used &= set(case.sizes)
+    shown = {e for a in case.args if a.role in ("in", "inout") for e in a.shape
+             if isinstance(e, str) and e in case.sizes}
+    shown |= {a.value for a in case.args if a.role == "scalar" and a.value in case.sizes}
+    size_args = {s: s if s not in args else f"size_{s}" for s in sorted(used - shown)}
+    by_name = {a.name for a in case.args}
+    return {"params": [a.name for a in case.args], "args": args, "sizes": sorted(case.sizes),
+            "size_args": size_args, "inputs": list(candidate["inputs"]),
+            "outputs": list(candidate["outputs"]),
+            "out_args": {o: o if o in by_name else o.removesuffix("_out")
+                         for o in candidate["outputs"]},
+            "grid": list(candidate["grid"]), "threadgroup": list(candidate["threadgroup"]),
+            "template": dict(candidate.get("template") or {}),
+            "atomic_outputs": bool(candidate.get("atomic_outputs")),
+            "init_value": candidate.get("init_value")}
+
+
+def kernel_py(kernel: str, candidate: dict, spec: dict, title: str) -> str:
+    """The text of kernel.py."""
+    fn = python_name(kernel)
+    order = [p for p in spec["params"] if spec["args"][p]["role"] != "out"]
+    data = (f"# --- kport: port data ---\nKERNEL = {fn!r}\n"
+            f"BODY = {_py_string(candidate['body'])}\n"
+            f"HEADER = {_py_string(candidate.get('header', ''))}\n"
+            f"SPEC: dict = {pprint.pformat(spec, width=96, sort_dicts=False)}\n"
+            "# --- kport: end of port data ---\n")
+    text = _DATA.sub(lambda _: data, TEMPLATE.read_text(), count=1)
+    doc = (f'"""The Metal port of the CUDA kernel `{kernel}`, generated by kport.\n\n'
+           f"{title}\n\n"
+           f"    run({', '.join(order + list(spec['size_args'].values()))}) -> dict of "
+           f"{', '.join(sorted(set(spec['out_args'].values())))}\n\n"
+           "Uses mx.fast.metal_kernel on Apple Silicon and kport's metal_sim elsewhere.\n"
+           '"""\n')
+    text = doc + text[text.index('"""', 3) + 4:]
+    return text + (f"\n\ndef {fn}(*args, **kwargs) -> dict:\n"
+                   f'    """{fn}({", ".join(order)}): run() with arguments in CUDA order."""\n'
+                   f"    names = {order!r}\n"
+                   "    if len(args) > len(names):\n"
+                   f"        raise TypeError(f'{fn}() takes {{len(names)}} positional "
+                   "arguments')\n"
+                   "    return run(**dict(zip(names, args, strict=False)), **kwargs)\n")
+
+
+def oracle_sets(case) -> list[dict[str, int]]:
+    """Up to ORACLE_SETS of the case's size sets whose arrays fit ORACLE_BYTES, smallest
+    first (at least the smallest one)."""
+    from agent.case_guess import total_bytes
+
+    sets = sorted(case.size_sets(), key=lambda s: total_bytes(case, s))
+    small = [s for s in sets if total_bytes(case, s) <= ORACLE_BYTES]
+    return (small or sets[:1])[:ORACLE_SETS]
+
+
+def write_oracle(folder: Path, case, spec: dict) -> tuple[list[dict], list[str]]:
+    """Save oracle inputs and outputs (seed 0) as oracle_<i>.npz and oracle.json; returns
+    (sets written, notes about sets skipped because the oracle failed)."""
+    from evals.corpus_check import make_inputs, run_cuda, run_reference
+
+    outs = {n for n, a in spec["args"].items() if a["role"] in ("out", "inout")}
+    entries, notes = [], []
+    for i, sizes in enumerate(oracle_sets(case)):
+        inputs = make_inputs(case, sizes, 0)
+        if case.check.reference == "cuda":
+            want, record = run_cuda(case, sizes, inputs)
+            if not record.ok:
+                notes.append(f"sizes {sizes}: the CUDA oracle failed; no oracle saved")
+                continue
+        else:
+            want = run_reference(case, sizes, inputs)
+        arrays = {f"arg_{n}": np.asarray(v) for n, v in inputs.items()
+                  if spec["args"][n]["role"] != "out"}
+        arrays.update({f"want_{n}": np.asarray(v) for n, v in want.items() if n in outs})
+        np.savez(folder / f"oracle_{i}.npz", **arrays)
+        entries.append({"file": f"oracle_{i}.npz", "sizes": sizes,
+                        "size_args": {kw: int(evaluate(s, sizes))
+                                      for s, kw in spec["size_args"].items()}})
+    meta = {"rtol": case.check.rtol, "atol": case.check.atol, "seed": 0, "sets": entries}
+    (folder / "oracle.json").write_text(json.dumps(meta, indent=1) + "\n")
+    return entries, notes
+
+
+def metal_text(kernel: str, candidate: dict) -> str:
+    """kernel.metal: Translation.metal_source() of the shipped candidate."""
+    from agent.translate import Translation
+
+    tr = Translation(kernel=kernel, body=candidate["body"], header=candidate.get("header", ""),
+                     inputs=candidate["inputs"], outputs=candidate["outputs"], roles={},
+                     dtypes={}, template=candidate.get("template") or {},
+                     grid=candidate["grid"], threadgroup=candidate["threadgroup"])
+    return tr.metal_source()
+
+
+def write_package(folder: Path, *, case, kernel: str, candidate: dict,
+                  guessed_case: Path | None = None) -> dict:
+    """Write kernel.py, kernel.metal, test_kernel.py and the oracle into ``folder`` (created;
+    files of an earlier package are replaced), plus case.toml and the CUDA source when the
+    case was guessed (``guessed_case`` is its folder). Returns what was written."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("oracle_*.npz"):
+        old.unlink()
+    spec = port_spec(case, candidate)
+    # A model that echoed a secret into a comment must not leave it in the package.
+    (folder / "kernel.py").write_text(redact(kernel_py(kernel, candidate, spec, case.title)))
+    (folder / "kernel.metal").write_text(redact(metal_text(kernel, candidate)))
+    digest = hashlib.sha1(str(folder.resolve()).encode()).hexdigest()[:8]
+    tag = f"{python_name(kernel)}_{digest}"
+    (folder / "test_kernel.py").write_text(TEST_KERNEL.format(tag=tag))
+    entries, notes = write_oracle(folder, case, spec)
+    files = ["kernel.py", "kernel.metal", "test_kernel.py", "oracle.json",
+             *(e["file"] for e in entries)]
+    if guessed_case is not None:
+        for f in guessed_case.iterdir():
+            if f.is_file():
+                shutil.copyfile(f, folder / f.name)
+                files.append(f.name)
+    return {"files": files + ["report.md", "report.json"], "oracle": entries,
+            "oracle_notes": notes, "size_args": spec["size_args"],
+            "function": python_name(kernel)}

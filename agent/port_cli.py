@@ -1,0 +1,169 @@
+"""`kport port`: port one CUDA kernel end to end and write the output package.
+
+    kport port FILE.cu --kernel NAME [--case CASE_DIR] --out DIR [--offline] [--size n=1024 ...]
+               [--shape x=rows,n ...] [--grid G --block B] [--learn] [--thread ID]
+
+The agent (agent/graph.py) drafts, checks against the oracle at every size set and seed,
+repairs and optimises within the budgets; DIR gets kernel.py, kernel.metal, report.md/json,
+test_kernel.py and the oracle (see agent/package.py). Without --case the case is guessed
+(case.toml in DIR: correct it and rerun with --case DIR). Exit 0: accepted (correct at every
+size set); 1: not accepted (the package still holds the evidence); 2: usage errors.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import typer
+
+from agent.translate_cli import _dims
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
+                  help=__doc__.splitlines()[0])
+
+
+def parse_sizes(items: list[str]) -> dict[str, int]:
+    """['n=1024', 'rows=8'] -> {'n': 1024, 'rows': 8}; KportError for anything else."""
+    from runners.errors import KportError
+
+    out = {}
+    for item in items:
+        name, _, value = item.partition("=")
+        if not name.strip().isidentifier() or not value.strip().lstrip("-").isdigit() \
+                or int(value) < 1:
+            raise KportError(f"--size {item!r}: write NAME=INT with a positive integer, "
+                             "e.g. --size n=1024")
+        out[name.strip()] = int(value)
+    return out
+
+
+def parse_shapes(items: list[str]) -> dict[str, list]:
+    """['x=rows,n'] -> {'x': ['rows', 'n']} (numbers become ints)."""
+    from runners.errors import KportError
+
+    out = {}
+    for item in items:
+        name, _, dims = item.partition("=")
+        if not name.strip().isidentifier() or not dims.strip():
+            raise KportError(f"--shape {item!r}: write NAME=DIM,DIM, e.g. --shape x=rows,n")
+        out[name.strip()] = [int(d) if d.isdigit() else d for d in _dims(dims)]
+    return out
+
+
+def _load_inputs(file: Path, kernel: str | None, case_dir: Path | None, sizes, shapes,
+                 grid, block, staging: Path, out_name: str):
+    """(src, kernel, case, guessed, guessed folder) for the CLI's arguments."""
+    from agent.case_guess import guess_case, with_sizes
+    from evals.cases import load_case
+    from kb.rules_match import kernel_tokens
+    from runners.errors import KportError
+
+    try:
+        src = file.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise KportError(f"{file}: cannot read ({err})") from None
+    if case_dir is not None:
+        case = load_case(case_dir.parent if case_dir.name == "case.toml" else case_dir)
+        if kernel and kernel.split("<")[0] != case.cuda.kernel.split("<")[0]:
+            raise KportError(f"--kernel {kernel}: the case ports {case.cuda.kernel!r}")
+        cuda = case.folder / case.cuda.source
+        if cuda.resolve() != file.resolve() and cuda.read_text() != src:
+            raise KportError(f"{file} is not the case's CUDA source {cuda}; pass that file")
+        kernel_tokens(src, case.cuda.kernel, str(file))  # the kernel is there
+        return src, case.cuda.kernel, with_sizes(case, sizes), [], None
+    if not kernel:
+        raise KportError(f"{file}: say which kernel with --kernel NAME (or give --case)")
+    kernel_tokens(src, kernel, str(file))
+    folder = staging / out_name  # the case id must be the name of the folder it ends up in
+    case, guessed = guess_case(file, kernel, folder, sizes=sizes, grid=grid, block=block,
+                               shapes=shapes)
+    return src, kernel, case, guessed, folder
+
+
+@app.command()
+def port(file: Path = typer.Argument(..., help="the CUDA source (.cu / .cuh)"),
+         kernel: str = typer.Option(None, help="kernel name (with template arguments if any)"),
+         case: Path = typer.Option(None, help="a case folder (case.toml): roles, sizes, oracle"),
+         out: Path = typer.Option(..., help="folder for the output package"),
+         offline: bool = typer.Option(False, help="no LLM even if KPORT_MODEL is set"),
+         size: list[str] = typer.Option([], help="NAME=INT; repeat (overrides case sizes)"),
+         shape: list[str] = typer.Option([], help="NAME=DIM,DIM (no --case only); repeat"),
+         grid: str = typer.Option(None, help="CUDA grid in blocks (no --case only)"),
+         block: str = typer.Option(None, help="CUDA block in threads (no --case only)"),
+         learn: bool = typer.Option(False, help="add an accepted port to the KB"),
+         thread: str = typer.Option(None, help="checkpoint thread id: resumes it if it exists"),
+         iterations: int = typer.Option(6, min=1, help="candidates checked, at most"),
+         tokens: int = typer.Option(60_000, min=0, help="LLM token budget"),
+         wall: float = typer.Option(900.0, min=1, help="wall-time budget, seconds"),
+         optimise: int = typer.Option(3, min=0, help="optimisation candidates (LLM only)"),
+         chip: str = typer.Option("M1", help="Apple chip the lints assume"),
+         seeds: int = typer.Option(None, min=1, max=10, help="seeds per size set"),
+         no_kb: bool = typer.Option(False, "--no-kb", help="no retrieval from the KB"),
+         as_json: bool = typer.Option(False, "--json", help="print report.json")):
+    """Port FILE's kernel to Metal for MLX and write the package into --out."""
+    from agent.llm import connect, redact
+    from agent.package import write_package
+    from agent.report import build_report, shipped, write_report
+    from agent.session import learn as learn_pair
+    from agent.session import new_thread_id, run_port
+    from agent.state import Budget, PortContext
+    from kb.lints import resolve_family
+    from runners.settings import load_settings
+
+    sizes, shapes = parse_sizes(size), parse_shapes(shape)
+    resolve_family(chip)  # an unknown chip is a usage error before any work
+    settings = load_settings()
+    llm = None if offline else connect(settings)
+    budget = Budget(iterations=iterations, tokens=tokens, wall_s=wall, optimise=optimise)
+    with tempfile.TemporaryDirectory(prefix="kport-port-") as tmp:
+        src, kname, spec, guessed, guessed_dir = _load_inputs(
+            file, kernel, case, sizes, shapes, _dims(grid), _dims(block), Path(tmp),
+            out.resolve().name)
+        ctx = PortContext(case=spec, src=src, kernel=kname, where=str(file), llm=llm,
+                          budget=budget, chip=chip, seeds=seeds, use_kb=not no_kb,
+                          deadline=time.monotonic() + wall)
+        result = run_port(ctx, settings, thread or new_thread_id(kname))
+        state = result.values
+        cand = shipped(state)
+        package = {"files": ["report.md", "report.json"]}
+        if cand is not None:
+            package = write_package(out, case=spec, kernel=state["kernel"], candidate=cand,
+                                    guessed_case=guessed_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        notes = list(package.get("oracle_notes", []))
+        if result.resumed:
+            notes.append(f"resumed from checkpoint thread {result.thread_id}")
+        accepted = state.get("best") is not None
+        if learn and accepted:
+            counts = learn_pair(spec, cand, settings)
+            notes.append(f"--learn: added the port to the KB ({counts['added']} new chunks)")
+        elif learn:
+            notes.append("--learn: nothing added (the port was not accepted)")
+        rep = build_report(state, source=str(file), case=spec,
+                           mode="llm" if llm else "offline", llm_name=llm.name if llm else None,
+                           base_url=llm.base_url if llm else None, thread_id=result.thread_id,
+                           chip=chip, budget=budget, guessed=guessed, package=package,
+                           extra_notes=notes)
+        write_report(out, rep)
+    if as_json:
+        print(redact(json.dumps(rep, indent=1, default=str)))
+    else:
+        runs = rep["validation"]["runs"]
+        good = sum(r["metal"] == "ok" for r in runs)
+        print(redact(f"kport port: {rep['status'].upper()} {state['kernel']} -> {out} "
+                     f"({good}/{len(runs)} runs correct; {rep['mode']}; "
+                     f"thread {result.thread_id})\n  {rep['stop_reason']}"))
+        for line in [rep["kb"], rep["performance"].get("note", ""), *notes]:
+            if line:
+                print(redact(f"  {line}"))
+        if guessed:
+            print(f"  guessed case: {out / 'case.toml'} (check it; rerun with --case {out})")
+    raise typer.Exit(0 if accepted else 1)
+
+
+def main(argv: list[str]) -> int:
+    """Entry of `kport port`."""
+    return app(args=argv, prog_name="kport port", standalone_mode=True) or 0

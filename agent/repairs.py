@@ -1,0 +1,112 @@
+"""Offline repairs: the fixes kport can apply to a candidate without an LLM, each keyed by the
+fix rule (kb/rules/fixes) or lint (kb.lints) that diagnoses the problem. Edits are made on
+tree-sitter tokens, never inside comments or longer names. Anything not in this table needs an
+LLM or a person, and the agent says so rather than guessing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from runners.srcrewrite import tokenize
+
+_STRONG_ORDERS = {"memory_order_seq_cst", "memory_order_acquire", "memory_order_release",
+                  "memory_order_acq_rel"}
+
+
+def _replace_tokens(text: str, mapping: Callable[[str], str | None]) -> str:
+    """``text`` with each token for which ``mapping`` returns a string replaced by it."""
+    out, pos = [], 0
+    for t in tokenize(text):
+        new = mapping(t.text)
+        if new is not None:
+            out += [text[pos:t.start], new]
+            pos = t.end
+    return "".join(out) + text[pos:]
+
+
+def _in_body_and_header(candidate: dict, mapping) -> dict | None:
+    body = _replace_tokens(candidate["body"], mapping)
+    header = _replace_tokens(candidate.get("header", ""), mapping)
+    if body == candidate["body"] and header == candidate.get("header", ""):
+        return None
+    return {**candidate, "body": body, "header": header}
+
+
+def relax_memory_order(candidate: dict, case) -> dict | None:
+    """Metal atomics take memory_order_relaxed only (F12)."""
+    return _in_body_and_header(candidate, lambda t: "memory_order_relaxed"
+                               if t in _STRONG_ORDERS else None)
+
+
+def float_for_double(candidate: dict, case) -> dict | None:
+    """Apple GPUs have no fp64 (F11): compute in float; the check decides if that is close
+    enough."""
+    return _in_body_and_header(candidate, lambda t: "float" if t == "double" else None)
+
+
+def barrier_flags(candidate: dict, case) -> dict | None:
+    """``threadgroup_barrier()`` without flags -> with mem_flags::mem_threadgroup."""
+    body = candidate["body"].replace("threadgroup_barrier()",
+                                     "threadgroup_barrier(mem_flags::mem_threadgroup)")
+    return None if body == candidate["body"] else {**candidate, "body": body}
+
+
+def atomic_outputs(candidate: dict, case) -> dict | None:
+    """An atomic function on an output needs MLX's atomic_outputs=True (outputs start at 0,
+    as a cudaMemset before the launch would)."""
+    if candidate.get("atomic_outputs"):
+        return None
+    init = candidate.get("init_value")
+    return {**candidate, "atomic_outputs": True, "init_value": 0.0 if init is None else init}
+
+
+def init_outputs(candidate: dict, case) -> dict | None:
+    """An output the kernel leaves partly unwritten: CUDA's buffer started as the case's
+    ``init`` (zeros or ones), MLX's starts undefined; init_value gives it the same start."""
+    if candidate.get("init_value") is not None:
+        return None
+    inits = {a.init for a in case.args if a.role == "out"}
+    if not inits <= {"zeros", "ones"} or not inits:
+        return None
+    return {**candidate, "init_value": 1.0 if inits == {"ones"} else 0.0}
+
+
+# fix rule or lint id -> repair. "check.unwritten_output" is the comparison's own message.
+REPAIRS: dict[str, Callable[[dict, object], dict | None]] = {
+    "compiler.memory_order": relax_memory_order,
+    "atomics.memory_order": relax_memory_order,
+    "compiler.fp64": float_for_double,
+    "types.fp64": float_for_double,
+    "types.barrier_flags": barrier_flags,
+    "mlx.atomic_needs_atomic_outputs": atomic_outputs,
+    "check.unwritten_output": init_outputs,
+}
+
+
+def diagnosis_ids(messages: list[str], lints: list[dict]) -> list[str]:
+    """Fix-rule ids matching ``messages`` (most specific first), then error lint ids, then
+    ``check.unwritten_output`` when a comparison found unwritten (NaN) output elements."""
+    from kb.fixes import match_fixes
+
+    ids: list[str] = []
+    for msg in messages:
+        ids += [r.id for r in match_fixes(msg) if r.id not in ids]
+    ids += [x["id"] for x in lints if x["severity"] == "error" and x["id"] not in ids]
+    if any("unwritten output" in m for m in messages):
+        ids.append("check.unwritten_output")
+    return ids
+
+
+def mechanical_repair(candidate: dict, case, ids: list[str],
+                      tried: set[str]) -> tuple[dict, str] | None:
+    """The first repair in ``ids`` order that changes ``candidate`` and was not tried yet:
+    (repaired candidate with origin ``repair:<id>``, id); None when kport has none."""
+    for rid in ids:
+        fn = REPAIRS.get(rid)
+        if fn is None or rid in tried:
+            continue
+        fixed = fn(candidate, case)
+        if fixed is not None:
+            return {**fixed, "origin": f"repair:{rid}"}, rid
+    return None

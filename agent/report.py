@@ -1,0 +1,139 @@
+"""report.json and report.md of a port: the verdict, constructs and rules used, TODOs,
+analogues, validation per size set and seed, sanitizer results, performance (lints and
+simulator metrics, or Mac timings), attempts, the optimisation tree, LLM usage (model and
+tokens, never keys) and what was guessed. Everything written passes through agent.llm.redact.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from agent.llm import public_url, redact
+
+
+def shipped(state: dict) -> dict | None:
+    """The candidate the package ships: the best correct one, else the last one with a body."""
+    if state.get("best"):
+        return state["best"]["candidate"]
+    for attempt in reversed(state.get("attempts", [])):
+        if not attempt["candidate"].get("error"):
+            return attempt["candidate"]
+    return None
+
+
+def build_report(state: dict, *, source: str, case, mode: str, llm_name: str | None,
+                 base_url: str | None, thread_id: str, chip: str, budget, guessed: list[str],
+                 package: dict, extra_notes: list[str] = ()) -> dict:
+    """The report.json dict of a finished (or stopped) run."""
+    best = state.get("best")
+    chk = best["check"] if best else state.get("check", {})
+    tr = state.get("translation", {})
+    attempts = [{k: a[k] for k in ("iteration", "phase", "origin", "ok", "summary", "feedback")}
+                | {"body": a["candidate"].get("body", ""), "header":
+                   a["candidate"].get("header", ""), "error": a["candidate"].get("error")}
+                for a in state.get("attempts", [])]
+    return {
+        "kernel": state.get("kernel"), "source": source, "case": case.id,
+        "case_guessed": bool(guessed), "mode": mode, "accepted": bool(best),
+        "status": "accepted" if best else "not accepted",
+        "stop_reason": state.get("stop_reason", ""), "thread_id": thread_id,
+        "shipped": (shipped(state) or {}).get("origin"),
+        "constructs": {"coverage": tr.get("coverage"), "mapped": tr.get("mapped", {}),
+                       "unmapped": tr.get("unmapped", {}), "todos": tr.get("todos", []),
+                       "translator_notes": tr.get("notes", [])},
+        "rules_used": tr.get("rules_used", []),
+        "rules_matched": [{"rule_id": r["rule_id"], "title": r["title"]}
+                          for r in state.get("rules", [])],
+        "analogues": [{"title": a["title"], "case": a.get("case"), "score": a["score"]}
+                      for a in state.get("analogues", [])],
+        "kb": state.get("kb_note", ""),
+        "validation": {"oracle": ("CUDA kernel in cuda_sim" if case.check.reference == "cuda"
+                                  else f"Python reference {case.check.reference}"),
+                       "rtol": case.check.rtol, "atol": case.check.atol,
+                       "runs": chk.get("runs", []), "feedback": chk.get("feedback", [])},
+        "sanitizer": chk.get("sanitizer", {}),
+        "performance": (best or {}).get("bench") or {"note": "no correct port to measure"},
+        "attempts": attempts,
+        "optimisation": {"note": state.get("opt_note", ""), "tree": state.get("tree", [])},
+        "fix_rules": state.get("fixes", []),
+        "llm": {"mode": mode, "model": llm_name, "base_url": public_url(base_url),
+                "calls": state.get("llm_calls", 0),
+                "input_tokens": state.get("input_tokens", 0),
+                "output_tokens": state.get("output_tokens", 0),
+                "total_tokens": state.get("input_tokens", 0) + state.get("output_tokens", 0),
+                "tokens_estimated": state.get("tokens_estimated", False)},
+        "budget": {"iterations": budget.iterations, "tokens": budget.tokens,
+                   "wall_s": budget.wall_s, "optimise": budget.optimise,
+                   "candidates_checked": state.get("iteration", 0)},
+        "chip": chip, "guessed": guessed, "notes": list(extra_notes),
+        "package": package,
+    }
+
+
+def _runs_table(runs: list[dict]) -> list[str]:
+    lines = ["| sizes | seed | metal | cuda | max err | notes |", "|---|---|---|---|---|---|"]
+    for r in runs:
+        note = "; ".join(r["notes"])[:160].replace("|", "\\|")
+        lines.append(f"| {r['sizes']} | {r['seed']} | {r['metal']} | {r['cuda']} | "
+                     f"{r['max_err']:.3g} | {note} |")
+    return lines
+
+
+def report_markdown(rep: dict) -> str:
+    """report.md: the same facts as report.json, for people."""
+    val, perf, llm = rep["validation"], rep["performance"], rep["llm"]
+    out = [f"# kport port: `{rep['kernel']}`", "",
+           f"**{rep['status'].upper()}** — {rep['stop_reason']}", "",
+           f"- source: `{rep['source']}`; case: `{rep['case']}`"
+           + (" (guessed: see below)" if rep["case_guessed"] else ""),
+           f"- mode: {rep['mode']}; chip for lints: {rep['chip']}; thread: `{rep['thread_id']}`",
+           f"- shipped candidate: {rep['shipped']}", "",
+           "## Validation", "",
+           f"Oracle: {val['oracle']}; tolerances rtol={val['rtol']} atol={val['atol']}.", ""]
+    out += _runs_table(val["runs"]) if val["runs"] else ["No run completed."]
+    san = rep["sanitizer"]
+    out += ["", f"Sanitizers (bounds, races, uninitialised reads): {san.get('runs', 0)} runs, "
+            f"{san.get('with_findings', 0)} with findings."]
+    out += [f"- {f}" for f in san.get("findings", [])]
+    out += ["", "## Performance", "", perf.get("note", "")]
+    if perf.get("timing"):
+        out.append(f"- timing: {perf['timing']}")
+    if perf.get("metrics"):
+        out.append(f"- simulator metrics: {perf['metrics']}")
+    out += [f"- lint {x['severity']}: [{x['id']}] {x['message']}" for x in perf.get("lints", [])]
+    c = rep["constructs"]
+    cov = c["coverage"]
+    out += ["", "## Constructs and rules", "",
+            f"Translator coverage: {cov:.0%}" if isinstance(cov, float) else "",
+            f"- mapped: {c['mapped']}", f"- rules used: {', '.join(rep['rules_used'])}"]
+    out += [f"- TODO line {t['line']}: {t['construct']} ({t['rule']}) -> {t['metal']}"
+            for t in c["todos"]]
+    out += ["", "## Knowledge base", "", rep["kb"]]
+    out += [f"- analogue: {a['title']}" for a in rep["analogues"]]
+    out += ["", "## Attempts", ""]
+    out += [f"{a['iteration']}. {a['origin']} ({a['phase']}): {a['summary']}"
+            + (f" — {a['feedback'][0][:160]}" if a["feedback"] else "")
+            for a in rep["attempts"]]
+    opt = rep["optimisation"]
+    out += ["", "## Optimisation", "", opt["note"] or "-"]
+    for n in opt["tree"]:
+        what = f"{n['action']} on node {n['parent']}" if n.get("action") else "root"
+        detail = (f"score {n['score']['kind']} {n['score']['value']:g}" if n.get("score")
+                  else "; ".join(n.get("notes", []))[:160])
+        out.append(f"- node {n['id']} ({what}): {n['status']}; {detail}")
+    out += ["", "## LLM", "", f"mode {llm['mode']}; model {llm['model'] or '-'}; "
+            f"{llm['calls']} calls, {llm['total_tokens']} tokens"
+            + (" (estimated)" if llm["tokens_estimated"] else "")]
+    if rep["guessed"]:
+        out += ["", "## Guessed (check these)", ""] + [f"- {g}" for g in rep["guessed"]]
+    if rep["notes"]:
+        out += ["", "## Notes", ""] + [f"- {n}" for n in rep["notes"]]
+    out += ["", "## Files", ""] + [f"- {f}" for f in rep["package"].get("files", [])]
+    return "\n".join(out) + "\n"
+
+
+def write_report(folder: Path, rep: dict) -> None:
+    """Write report.json and report.md into ``folder``, redacted."""
+    (folder / "report.json").write_text(redact(json.dumps(rep, indent=1, default=str)) + "\n")
+    (folder / "report.md").write_text(redact(report_markdown(rep)))

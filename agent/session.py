@@ -1,0 +1,97 @@
+"""Run the porting graph with checkpoints: every step is saved by langgraph's SqliteSaver under
+``settings.sessions_dir``, so a run that was stopped (killed, interrupted, out of budget for the
+day) resumes from its last step by thread id. Also: adding an accepted port to the KB.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import tempfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.graph import build_graph, recursion_limit
+from runners.errors import KportError
+
+CHECKPOINTS = "port-checkpoints.sqlite"
+
+
+@dataclass
+class SessionResult:
+    """A run's final (or paused) state values, its thread id, and whether it finished."""
+
+    thread_id: str
+    values: dict
+    finished: bool
+    resumed: bool
+
+
+def new_thread_id(kernel: str) -> str:
+    """A fresh thread id naming the kernel: ``port-<kernel>-<10 hex>``."""
+    name = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in kernel.split("<")[0])
+    return f"port-{name}-{uuid.uuid4().hex[:10]}"
+
+
+@contextlib.contextmanager
+def checkpointer(settings):
+    """A SqliteSaver on ``sessions_dir/port-checkpoints.sqlite`` (closed on exit); KportError
+    when the file cannot be opened."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    path = Path(settings.sessions_dir) / CHECKPOINTS
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(str(path), check_same_thread=False)
+    except (OSError, sqlite3.Error) as err:
+        raise KportError(f"{path}: cannot open the checkpoint database ({err}); check "
+                         "KPORT_HOME") from None
+    try:
+        yield SqliteSaver(conn)
+    finally:
+        conn.close()
+
+
+def run_port(ctx, settings, thread_id: str, *, interrupt_after: list[str] | None = None
+             ) -> SessionResult:
+    """Run the port of ``ctx`` on ``thread_id``: a new thread starts from the top, an
+    unfinished one resumes after its last saved step, a finished one returns its final state.
+    ``ctx`` must describe the same kernel and case as the thread's first run."""
+    with checkpointer(settings) as saver:
+        graph = build_graph(saver, interrupt_after=interrupt_after)
+        config = {"configurable": {"thread_id": thread_id},
+                  "recursion_limit": recursion_limit(ctx.budget)}
+        snap = graph.get_state(config)
+        resumed = bool(snap.values)
+        if resumed and snap.values.get("kernel") not in (None, ctx.kernel.split("<")[0]):
+            raise KportError(f"thread {thread_id} ports {snap.values['kernel']!r}, not "
+                             f"{ctx.kernel!r}; give another --thread")
+        if not resumed:
+            graph.invoke({"kernel": ctx.kernel.split("<")[0]}, config, context=ctx)
+        elif snap.next:
+            graph.invoke(None, config, context=ctx)
+        snap = graph.get_state(config)
+        return SessionResult(thread_id, dict(snap.values), not snap.next, resumed)
+
+
+def learn(case, candidate: dict, settings) -> dict:
+    """Add an accepted port to the KB as a CUDA/Metal analogue pair (creating the KB if there
+    is none); returns the store's counts (added, present). Raises KBError when the store
+    cannot be written."""
+    from evals.port_check import case_with_port
+    from kb.ingest import case_chunks
+    from kb.store import KBStore
+
+    with tempfile.TemporaryDirectory(prefix="kport-learn-") as tmp:
+        port = case_with_port(case, Path(tmp) / case.id, body=candidate["body"],
+                              header=candidate.get("header", ""), inputs=candidate["inputs"],
+                              outputs=candidate["outputs"], grid=candidate["grid"],
+                              threadgroup=candidate["threadgroup"],
+                              template=candidate.get("template") or {},
+                              atomic_outputs=bool(candidate.get("atomic_outputs")),
+                              init_value=candidate.get("init_value"))
+        chunks = case_chunks(port, source="kport-port")
+        if not chunks:
+            raise KportError(f"{case.id}: the kernel was not found for the KB pair")
+        return KBStore.from_settings(settings, create=True).add(chunks)

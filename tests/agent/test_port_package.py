@@ -1,0 +1,193 @@
+"""`kport port` end to end, offline: the output package (kernel.py's run() against the saved
+oracle, the generated pytest), a guessed case.toml, usage errors, and no API key in anything
+it writes or prints."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from agent_fakes import SAXPY_OK
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = ROOT / "corpus" / "cases"
+
+
+def main(argv: list[str]) -> int:
+    """`kport port` in this process: the verb's own main, with its exit code. (Usage errors,
+    which the dispatcher turns into exit 2, are tested through the real CLI below.)"""
+    from agent.port_cli import main as port_main
+
+    assert argv[0] == "port"
+    try:
+        return port_main(argv[1:])
+    except SystemExit as exit_:
+        return exit_.code
+
+
+def port(case: str, out: Path, *extra: str) -> int:
+    folder = CASES / case
+    return main(["port", str(folder / "kernel.cu"), "--case", str(folder), "--out", str(out),
+                 "--offline", "--no-kb", *extra])
+
+
+def load_kernel(folder: Path):
+    spec = importlib.util.spec_from_file_location(f"kport_pkg_{folder.name}",
+                                                  folder / "kernel.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def oracle(folder: Path):
+    meta = json.loads((folder / "oracle.json").read_text())
+    for entry in meta["sets"]:
+        data = np.load(folder / entry["file"])
+        yield ({k[4:]: data[k] for k in data.files if k.startswith("arg_")},
+               {k[5:]: data[k] for k in data.files if k.startswith("want_")}, entry, meta)
+
+
+def test_offline_saxpy_package_runs_and_matches_its_oracle(tmp_path, capsys):
+    out = tmp_path / "saxpy"
+    assert port("001_saxpy", out) == 0
+    assert "ACCEPTED saxpy" in capsys.readouterr().out
+    for name in ("kernel.py", "kernel.metal", "report.md", "report.json", "test_kernel.py"):
+        assert (out / name).is_file(), name
+    k = load_kernel(out)
+    for args, want, _entry, meta in oracle(out):
+        got = k.run(**args)
+        np.testing.assert_allclose(np.array(got["y"]), want["y"], rtol=meta["rtol"],
+                                   atol=meta["atol"])
+        by_position = k.saxpy(args["x"], args["y"], args["a"], args["n"])
+        np.testing.assert_allclose(np.array(by_position["y"]), want["y"], rtol=meta["rtol"],
+                                   atol=meta["atol"])
+    x = np.ones(8, np.float32)
+    with pytest.raises(TypeError, match="float32"):
+        k.run(x=x.astype(np.float64), y=x, a=2.0)
+    with pytest.raises(ValueError, match="dimension n"):
+        k.run(x=x, y=np.ones(9, np.float32), a=2.0)
+    with pytest.raises(TypeError, match="unknown argument"):
+        k.run(x=x, y=x, a=2.0, z=1)
+    np.testing.assert_allclose(np.array(k.run(x=x, y=x, a=2.0)["y"]), 3 * x)  # n inferred
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["accepted"] and rep["mode"] == "offline" and rep["llm"]["calls"] == 0
+    assert all(r["metal"] == "ok" for r in rep["validation"]["runs"])
+    assert len(rep["validation"]["runs"]) == 6  # three size sets, two seeds
+    assert rep["sanitizer"]["with_findings"] == 0
+    assert "No Apple GPU timing" in rep["performance"]["note"]
+    assert "launch.thread_idx" in rep["rules_used"] and "not used" in rep["kb"]
+    assert "// body of the metal_kernel `saxpy`" in (out / "kernel.metal").read_text()
+
+
+def test_reduction_package_needs_the_size_it_cannot_infer(tmp_path):
+    out = tmp_path / "sum"
+    assert port("006_sum_partials", out, "--size", "n=5000") == 0  # overrides default sizes
+    runs = json.loads((out / "report.json").read_text())["validation"]["runs"]
+    assert runs[0]["sizes"] == {"n": 5000, "blocks": 16} and len(runs) == 6
+    k = load_kernel(out)
+    args, want, entry, _ = next(oracle(out))
+    assert entry["size_args"] == {"blocks": entry["sizes"]["blocks"]}
+    with pytest.raises(TypeError, match="blocks="):
+        k.run(**args)
+    got = k.run(**args, blocks=entry["sizes"]["blocks"])
+    np.testing.assert_allclose(np.array(got["partials"]), want["partials"], rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_generated_test_kernel_passes_under_pytest(tmp_path):
+    out = tmp_path / "softmax"
+    assert port("012_softmax_online", out) == 0
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           str(out / "test_kernel.py")], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "3 passed" in proc.stdout
+
+
+def test_without_a_case_a_guessed_case_toml_is_written_and_loads(tmp_path, capsys):
+    from evals.cases import load_case
+
+    out = tmp_path / "mysaxpy"
+    src = CASES / "001_saxpy" / "kernel.cu"
+    assert main(["port", str(src), "--kernel", "saxpy", "--out", str(out), "--offline",
+                 "--no-kb", "--size", "n=300"]) == 0
+    case = load_case(out)
+    assert case.id == "mysaxpy" and case.check.reference == "cuda"
+    assert {a.name: a.role for a in case.args} == {"x": "in", "y": "inout", "a": "scalar",
+                                                  "n": "scalar"}
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["case_guessed"] and any("scalar a" in g for g in rep["guessed"])
+    assert "Guessed (check these)" in (out / "report.md").read_text()
+    assert "guessed case" in capsys.readouterr().out
+    assert main(["port", str(out / "kernel.cu"), "--case", str(out), "--out",
+                 str(tmp_path / "again"), "--offline", "--no-kb"]) == 0
+
+
+USAGE_ERRORS = [
+    (["--kernel", "nope"], "no kernel named 'nope'"),
+    (["--kernel", "saxpy", "--size", "n=abc"], "--size 'n=abc'"),
+    (["--case", str(CASES / "001_saxpy"), "--size", "m=4"], "no size of that name"),
+    ([], "--kernel NAME"),
+    (["--kernel", "saxpy", "--chip", "M0"], "unknown chip"),
+]
+# Each usage error through the real dispatcher (agent.cli.main), all in one child process.
+_RUN_ALL = """
+import contextlib, io, json, sys
+from agent.cli import main
+out = []
+for argv in json.loads(sys.argv[1]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(argv)
+    out.append([code, err.getvalue()])
+print(json.dumps(out))
+"""
+
+
+def test_usage_errors_exit_2_without_a_traceback(tmp_path):
+    src = str(CASES / "001_saxpy" / "kernel.cu")
+    argvs = [["port", src, "--out", str(tmp_path / "o"), "--offline", *args]
+             for args, _ in USAGE_ERRORS]
+    proc = subprocess.run([sys.executable, "-c", _RUN_ALL, json.dumps(argvs)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    for (code, err), (_, message) in zip(json.loads(proc.stdout), USAGE_ERRORS, strict=True):
+        assert code == 2 and message in err and "Traceback" not in err, (message, err)
+    assert not (tmp_path / "o").exists()
+
+
+def test_unknown_kernel_from_the_command_line_is_one_line(tmp_path):
+    src = CASES / "001_saxpy" / "kernel.cu"
+    proc = subprocess.run([sys.executable, "-m", "agent.cli", "port", str(src), "--kernel",
+                           "nope", "--out", str(tmp_path / "o"), "--offline"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.startswith("kport port: error:") and "no kernel named 'nope'" in proc.stderr
+
+
+def test_no_api_key_in_reports_or_stdout(tmp_path, monkeypatch, capsys, fake_llm):
+    import agent.llm
+
+    key = "sk-kport-test-0123456789abcdef"
+    monkeypatch.setenv("KPORT_MODEL", "openai:gpt-4o")
+    monkeypatch.setenv("KPORT_BASE_URL", f"https://me:{key}@llm.example.invalid/v1?k={key}")
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    echo = SAXPY_OK.replace("```metal\n", f"```metal\n// {key}\n")  # a model echoing it
+    monkeypatch.setattr(agent.llm, "_injected", fake_llm(echo).chat)
+    out = tmp_path / "llm"
+    folder = CASES / "001_saxpy"
+    assert main(["port", str(folder / "kernel.cu"), "--case", str(folder), "--out", str(out),
+                 "--no-kb", "--optimise", "0"]) == 0
+    printed = capsys.readouterr()
+    for text in (printed.out, printed.err, *(p.read_text() for p in out.iterdir()
+                                             if p.suffix in (".json", ".md", ".py", ".metal"))):
+        assert key not in text
+    rep = json.loads((out / "report.json").read_text())
+    assert rep["mode"] == "llm" and rep["llm"]["model"] == "openai:gpt-4o"
+    assert rep["llm"]["base_url"] == "https://llm.example.invalid/v1"
+    assert rep["llm"]["calls"] == 1 and rep["llm"]["total_tokens"] == 960
