@@ -29,6 +29,9 @@ from evals.static_checks import static_findings
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 CHILD_MEMORY = 8 << 30
 CHILD_FILE = 256 << 20
+# What a launch override holds: the arguments of an MLX metal_kernel call besides the source.
+LAUNCH_KEYS = ("inputs", "outputs", "grid", "threadgroup", "template", "atomic_outputs",
+               "init_value")
 
 
 @dataclass
@@ -63,8 +66,10 @@ def _limits(cpu_seconds: int):
 
 
 def run_candidate(case: CaseSpec, body: str, header: str, sizes: dict, inputs: dict,
-                  timeout: float) -> tuple[dict | None, dict, dict, str]:
-    """Run the candidate in a child; (outputs, inputs afterwards, record, problem)."""
+                  timeout: float, launch: dict | None = None
+                  ) -> tuple[dict | None, dict, dict, str]:
+    """Run the candidate in a child; (outputs, inputs afterwards, record, problem).
+    ``launch`` (see ``judge``) replaces the case's ``[metal]`` launch keys."""
     with tempfile.TemporaryDirectory(prefix="kport-judge-") as tmp:
         work = Path(tmp)
         arrays = {k: v for k, v in inputs.items() if isinstance(v, np.ndarray)}
@@ -74,7 +79,7 @@ def run_candidate(case: CaseSpec, body: str, header: str, sizes: dict, inputs: d
         req = {"case": str(Path(case.folder).resolve()), "work": str(work), "body": body,
                "header": header, "sizes": sizes, "inputs": str(work / "in.npz"), "scalars": scalars,
                "outputs": str(work / "out.npz"), "after": str(work / "after.npz"),
-               "record": str(work / "record.json")}
+               "record": str(work / "record.json"), "launch": launch}
         (work / "req.json").write_text(json.dumps(req))
         env = {**scrubbed_env(), "TMPDIR": str(work)}
         try:
@@ -131,9 +136,13 @@ def _constant(a: np.ndarray) -> bool:
 
 
 def judge(case: CaseSpec, body: str, header: str = "", *, seeds: int = 3,
-          timeout: float = 120.0) -> Verdict:
-    """Accept or reject a candidate body for ``case``'s ``[metal]`` launch; every reason for a
-    rejection is listed."""
+          timeout: float = 120.0, launch: dict | None = None) -> Verdict:
+    """Accept or reject a candidate body for ``case``'s ``[metal]`` launch, or for ``launch``
+    when given (a translation's own: a dict of LAUNCH_KEYS); returns the Verdict, every reason
+    for a rejection listed. Raises ValueError for a ``launch`` without inputs, outputs, grid
+    or threadgroup, RuntimeError when the oracle or the harness child breaks."""
+    if launch is not None:
+        launch = _launch_dict(launch)
     verdict = Verdict(False, [f"static {s}" for s in static_findings(body, header)])
     if verdict.reasons:
         return verdict
@@ -143,7 +152,7 @@ def judge(case: CaseSpec, body: str, header: str = "", *, seeds: int = 3,
             inputs = make_inputs(case, sizes, 1000 + seed)
             want = _oracle(case, sizes, inputs)
             got, after, record, problem = run_candidate(case, body, header, sizes, inputs,
-                                                        timeout)
+                                                        timeout, launch)
             run = {"sizes": sizes, "seed": 1000 + seed, "ok": False, "why": ""}
             verdict.runs.append(run)
             why = problem or _judge_run(case, inputs, want, got, after, record, seen)
@@ -155,7 +164,8 @@ def judge(case: CaseSpec, body: str, header: str = "", *, seeds: int = 3,
     sizes = case.size_sets()[0]
     inputs = make_inputs(case, sizes, 1000)
     want = _oracle(case, sizes, inputs)
-    again, _, record, problem = run_candidate(case, body, header, sizes, inputs, timeout)
+    again, _, record, problem = run_candidate(case, body, header, sizes, inputs, timeout,
+                                              launch)
     first = verdict.runs[0]
     if problem or again is None:
         verdict.reasons.append(f"repeat run failed: {problem or record.get('diagnostics')}")
@@ -166,6 +176,17 @@ def judge(case: CaseSpec, body: str, header: str = "", *, seeds: int = 3,
         return verdict
     verdict.accepted = True
     return verdict
+
+
+def _launch_dict(launch: dict) -> dict:
+    """``launch`` reduced to LAUNCH_KEYS (JSON-ready); ValueError when a required key lacks."""
+    missing = [k for k in ("inputs", "outputs", "grid", "threadgroup") if not launch.get(k)]
+    if missing:
+        raise ValueError(f"launch override lacks {', '.join(missing)}")
+    out = {k: launch.get(k) for k in LAUNCH_KEYS}
+    out["template"] = dict(out["template"] or {})
+    out["atomic_outputs"] = bool(out["atomic_outputs"])
+    return out
 
 
 def _judge_run(case, inputs, want, got, after, record, seen) -> str:

@@ -18,18 +18,17 @@ import numpy as np
 def main(argv: list[str]) -> int:
     from evals.cases import load_case
     from evals.corpus_check import run_metal
+    from evals.harness import LAUNCH_KEYS
     from evals.port_check import case_with_port
     from runners.errors import KportError
 
     req = json.loads(Path(argv[0]).read_text())
     case = load_case(Path(req["case"]))
     work = Path(req["work"])
+    # the launch keys: the request's override (a translation's own), else the case's [metal]
+    launch = req.get("launch") or {k: getattr(case.metal, k) for k in LAUNCH_KEYS}
     ported = case_with_port(case, work / "case", body=req["body"], header=req["header"],
-                            inputs=case.metal.inputs, outputs=case.metal.outputs,
-                            grid=case.metal.grid, threadgroup=case.metal.threadgroup,
-                            template=case.metal.template,
-                            atomic_outputs=case.metal.atomic_outputs,
-                            init_value=case.metal.init_value)
+                            **launch)
     with np.load(req["inputs"]) as f:
         inputs = {k: f[k] for k in f.files}
     scalars = req["scalars"]
