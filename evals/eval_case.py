@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from evals.cases import CaseSpec, load_case
+from evals.cases import CaseSpec, evaluate, load_case
 from runners.errors import KportError
 
 MODES = ("offline", "llm")
@@ -43,6 +43,7 @@ class CaseTask:
     seeds: int = 3
     timeout: float = 900.0
     chip: str = "M1"
+    small: bool = False  # judge at the case's smallest size set only (quick whole-corpus runs)
 
 
 def make_task(case: CaseSpec, **settings) -> CaseTask:
@@ -89,6 +90,8 @@ def run_case(task: CaseTask) -> dict:
             (folder / rel).parent.mkdir(parents=True, exist_ok=True)
             (folder / rel).write_bytes(data)
         case = load_case(folder)
+        if task.small:
+            case = smallest_sizes(case)
         rec = {"case": case.id, "category": case.category, "mode": task.mode,
                "compiled": False, "correct": False, "reasons": [], "todos": None,
                "coverage": None, "iterations": 0, "wall_s": 0.0, "llm_tokens": 0,
@@ -101,6 +104,16 @@ def run_case(task: CaseTask) -> dict:
             rec["reasons"].append(f"case budget of {task.timeout:g} s spent (--timeout)")
         rec["wall_s"] = round(time.monotonic() - start, 3)
         return {k: rec[k] for k in RESULT_FIELDS}
+
+
+def smallest_sizes(case: CaseSpec) -> CaseSpec:
+    """``case`` with only its size set of fewest elements (``--small``)."""
+    def elements(sizes: dict) -> int:
+        return sum(int(evaluate(d, sizes)) if d else 1 for a in case.args
+                   for d in (a.shape or [0]))
+
+    small = min(case.size_sets(), key=elements)
+    return case.model_copy(update={"sizes": small, "variants": []})
 
 
 def _judge(case: CaseSpec, cand: dict, task: CaseTask, rec: dict) -> None:

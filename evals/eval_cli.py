@@ -106,8 +106,8 @@ def _start_run(out: Path, resume: bool, settings: dict, executor: str) -> tuple[
                          "with that run, or give another --out")
     if resume and (out / RUN).is_file():
         run = read_run(out)
-        for key in ("mode", "seeds"):
-            if run["settings"].get(key) != settings[key]:
+        for key in ("mode", "seeds", "small"):
+            if run["settings"].get(key, False if key == "small" else None) != settings[key]:
                 raise KportError(f"{out / RUN}: the run used --{key} "
                                  f"{run['settings'].get(key)}, not {settings[key]}; resume it "
                                  "with the same, or give another --out")
@@ -132,7 +132,9 @@ def eval_(targets: list[str] = typer.Argument(None, help="corpus folder, case fo
           seeds: int = typer.Option(3, min=3, help="seeds per size set (at least 3)"),
           timeout: float = typer.Option(900.0, min=1, help="wall-time budget per case, s"),
           fast_p: float = typer.Option(1.0, "--fast-p", help="speedup p of the fast_p metric"),
-          chip: str = typer.Option("M1", help="Apple chip the agent's lints assume")):
+          chip: str = typer.Option("M1", help="Apple chip the agent's lints assume"),
+          small: bool = typer.Option(False, "--small", help="judge each case at its "
+                                     "smallest size set only (a quick whole-corpus run)")):
     """Port and judge the selected cases; write results.jsonl, run.json and the metrics."""
     from evals.eval_case import MODES, make_task, run_case
     from evals.executors import make_executor
@@ -150,12 +152,13 @@ def eval_(targets: list[str] = typer.Argument(None, help="corpus folder, case fo
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = out or load_settings().runs_dir / f"eval-{mode}-{stamp}"
     settings = {"mode": mode, "workers": workers, "executor": executor, "seeds": seeds,
+                "small": small,
                 "timeout_s": timeout, "fast_p": fast_p, "chip": chip,
                 "targets": list(targets or []), "cases": [c.id for c in cases]}
     run, done = _start_run(out, resume, settings, executor)
     write_run(out, run)
     finished = {r["case"] for r in done}
-    tasks = [make_task(c, mode=mode, seeds=seeds, timeout=timeout, chip=chip)
+    tasks = [make_task(c, mode=mode, seeds=seeds, timeout=timeout, chip=chip, small=small)
              for c in cases if c.id not in finished]
     try:
         errors = _run_tasks(make_executor(executor, workers), run_case, tasks, out,

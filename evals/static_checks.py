@@ -87,6 +87,13 @@ LIBRARY_OPS = {"matmul", "softmax", "conv1d", "conv2d", "conv_general", "einsum"
                "quantized_matmul", "addmm", "inner", "outer"}
 
 
+# Imports a kernel.py has no use for: reading or patching the evaluator's memory (case 4, 9)
+# and work that outlives the call (case 10).
+_INTROSPECTION = {"gc", "inspect", "ctypes", "sys", "builtins", "importlib", "evals", "kb",
+                  "agent", "runners.simhost"}
+_DEFERRAL = {"threading", "multiprocessing", "concurrent", "asyncio", "subprocess", "os"}
+
+
 def python_fallback_findings(source: str, filename: str = "kernel.py") -> list[str]:
     """Why a Python candidate (a generated kernel.py) may not be measuring its own kernel: no
     ``metal_kernel`` call, MLX library ops that could replace it, a try/except around it (a
@@ -99,6 +106,10 @@ def python_fallback_findings(source: str, filename: str = "kernel.py") -> list[s
         return [f"{filename}:{err.lineno}: not valid Python ({err.msg})"]
     out, calls_kernel = [], False
     for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and node.attr == "metal_kernel") or (
+                isinstance(node, ast.ImportFrom) and any(a.name == "metal_kernel"
+                                                         for a in node.names)):
+            calls_kernel = True  # mx.fast.metal_kernel, or the simulator's drop-in
         if isinstance(node, ast.Call):
             name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(
                 node.func, "id", "")
@@ -115,9 +126,16 @@ def python_fallback_findings(source: str, filename: str = "kernel.py") -> list[s
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [
                 node.module or ""]
-            if any(m.split(".")[0] in ("torch", "jax", "tensorflow", "cupy") for m in mods):
+            top = {m.split(".")[0] for m in mods}
+            if top & {"torch", "jax", "tensorflow", "cupy"}:
                 out.append(f"{filename}:{node.lineno}: imports {mods[0]}: another framework "
                            "could compute the result")
+            if top & _INTROSPECTION:
+                out.append(f"{filename}:{node.lineno}: imports {mods[0]}: could read the "
+                           "checker's memory or patch it")
+            if top & _DEFERRAL:
+                out.append(f"{filename}:{node.lineno}: imports {mods[0]}: work could run "
+                           "after the call returns")
     if not calls_kernel:
         out.insert(0, f"{filename}: no metal_kernel call: the measured path is not a kernel")
     return out

@@ -36,6 +36,7 @@ REJECTED = {
     "static_state": "static no_static_state",                          # 6, 21
     "spoof_channel": "static no_host_calls",                           # 20
     "timer_tamper": "static no_host_calls",                            # 9
+    "reads_foreign_memory": "simulator",                               # 4
 }
 
 
@@ -96,7 +97,23 @@ def test_library_fallbacks_in_python_candidates_are_found():
     assert any("try/except" in f for f in fb) and any("`softmax`" in f for f in fb)
     lib = python_fallback_findings((FIX / "library_only_kernel.py").read_text())
     assert "no metal_kernel call" in lib[0] and any("`matmul`" in f for f in lib)
+    rr = python_fallback_findings((FIX / "reads_reference_kernel.py").read_text())
+    assert any("imports gc" in f for f in rr)                                     # case 4
+    de = python_fallback_findings((FIX / "deferred_kernel.py").read_text())
+    assert any("imports threading" in f and "after the call" in f for f in de)    # case 10
     ok = ("import mlx.core as mx\nK = mx.fast.metal_kernel(name='k', input_names=['x'], "
           "output_names=['y'], source='y[0] = x[0];')\ndef run(x):\n    return {'y': K("
           "inputs=[x])[0]}\n")
     assert python_fallback_findings(ok) == []
+
+
+def test_a_package_kport_port_writes_passes_the_python_checks(tmp_path):
+    from evals.static_checks import python_fallback_findings
+
+    out = tmp_path / "pkg"
+    proc = subprocess.run([sys.executable, "-m", "agent.cli", "port",
+                           str(SAXPY.folder / "kernel.cu"), "--case", str(SAXPY.folder),
+                           "--out", str(out), "--offline"], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert python_fallback_findings((out / "kernel.py").read_text()) == []

@@ -1,0 +1,30 @@
+"""A full offline eval of the corpus at small sizes (each case's smallest size set, three seeds
+and a repeat run, through the cheat-proof harness), and its report."""
+
+import json
+import subprocess
+import sys
+
+from evals.cases import discover
+
+NEEDS_RESTRUCTURING = {"021_gemm_wmma_half", "039_flash_attention_fwd_causal_d128",
+                       "041_mamba1_selective_scan_fwd", "043_flash_attention_fwd_d128"}
+
+
+def test_full_offline_corpus_eval_and_report(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "agent.cli", "eval", "--small", "--workers",
+                           "2", "--out", str(out)], capture_output=True, text=True,
+                          timeout=1500)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["case"] for r in lines) == sorted(c.id for c in discover())
+    failed = {r["case"] for r in lines if not r["correct"]}
+    assert failed == NEEDS_RESTRUCTURING, [(r["case"], r["reasons"][:1]) for r in lines
+                                           if r["case"] in failed ^ NEEDS_RESTRUCTURING]
+    assert "correct 90.7%" in proc.stdout + proc.stderr
+    rep = subprocess.run([sys.executable, "-m", "agent.cli", "report", str(out)],
+                         capture_output=True, text=True, timeout=300)
+    assert rep.returncode == 0, rep.stderr
+    html = (out / "report.html").read_text()
+    assert "<svg" in html and "021_gemm_wmma_half" in html
