@@ -1,0 +1,192 @@
+"""`kport mcp`: kport's tools for coding assistants, over the Model Context Protocol.
+
+    kport mcp                      # stdio (what an assistant launches)
+    kport mcp --http --port 8765   # streamable HTTP on 127.0.0.1
+
+Tools: kb_search, kb_rules_for, translate, sim_run, check_port, port, benchmark. Resources:
+kport://rules (the concept rules), kport://arch/chips, kport://arch/families. A tool that
+fails returns ``{"ok": false, "error": {"kind", "message"}}``, never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import tempfile
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
+                  help=__doc__.splitlines()[0])
+
+
+def _structured(fn):
+    """Run a tool; a KportError (or bad input) becomes a structured error result."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from runners.errors import KportError
+
+        try:
+            return {"ok": True, **fn(*args, **kwargs)}
+        except (KportError, ValueError, KeyError, TypeError) as err:
+            return {"ok": False, "error": {"kind": type(err).__name__, "message": str(err)}}
+    return wrapper
+
+
+def kb_search(query: str, kinds: list[str] | None = None, k: int = 5) -> dict:
+    """Search the knowledge base (rules, arch, analogues, docs, fixes); hits with their pair."""
+    from kb.search import search
+    from kb.store import KBStore
+    from runners.settings import load_settings
+
+    settings = load_settings()
+    hits = search(KBStore.from_settings(settings), query, kinds=kinds, k=k,
+                  cache_root=settings.home / "cache")
+    return {"hits": [h.as_json() for h in hits]}
+
+
+def kb_rules_for(source: str, kernel: str | None = None) -> dict:
+    """The concept rules that apply to a CUDA source (or one kernel in it)."""
+    from kb.rules_match import kernel_tokens, match_rules
+
+    return {"rules": [h.as_json() for h in match_rules(kernel_tokens(source, kernel))]}
+
+
+def translate(source: str, kernel: str, grid: list | None = None, block: list | None = None,
+              roles: dict[str, str] | None = None, shared_mem: int = 0) -> dict:
+    """The offline translator's Metal draft of a CUDA kernel, with coverage and TODOs."""
+    from agent.translate import translate_kernel
+    from agent.translate_cli import translation_json
+
+    tr = translate_kernel(source, kernel, roles=roles, grid=grid, block=block,
+                          shared_mem=shared_mem)
+    return {"translation": translation_json(tr)}
+
+
+def sim_run(body: str, inputs: dict, outputs: dict, grid: list[int], threadgroup: list[int],
+            header: str = "", template: dict | None = None) -> dict:
+    """Run an MLX metal_kernel body in metal_sim. ``inputs``: name -> {"data": nested list,
+    "dtype"}; ``outputs``: name -> {"shape", "dtype"}. Returns outputs and findings."""
+    import mlx.core as mx
+    import numpy as np
+
+    from runners.metal_sim import metal_kernel
+
+    arrays = [mx.array(np.asarray(v["data"], dtype=v.get("dtype", "float32")))
+              for v in inputs.values()]
+    k = metal_kernel("mcp_kernel", list(inputs), list(outputs), body, header)
+    record = k.launch(inputs=arrays, output_shapes=[tuple(o["shape"]) for o in outputs.values()],
+                      output_dtypes=[getattr(mx, o.get("dtype", "float32"))
+                                     for o in outputs.values()],
+                      grid=tuple(grid), threadgroup=tuple(threadgroup),
+                      template=list((template or {}).items()) or None)
+    return {"compiled": record.compiled,
+            "diagnostics": [str(d) for d in record.diagnostics][:10],
+            "findings": [str(f) for f in record.findings][:10],
+            "outputs": {n: np.array(a).tolist() for n, a in zip(outputs, record.outputs,
+                                                               strict=False)}}
+
+
+def _case(case: str):
+    from evals.cases import discover, load_case
+
+    path = Path(case)
+    return load_case(path) if (path / "case.toml").is_file() else discover(None, [case])[0]
+
+
+def check_port(case: str, body: str, header: str = "") -> dict:
+    """Judge a Metal body for a corpus case (id or folder) through the cheat-proof harness."""
+    from evals.harness import judge
+
+    return {"verdict": judge(_case(case), body, header).as_json()}
+
+
+def port(source: str, kernel: str, case: str | None = None) -> dict:
+    """Port a CUDA kernel offline end to end; the package's report.json and kernel.metal."""
+    from agent.port_cli import main as port_main
+
+    with tempfile.TemporaryDirectory(prefix="kport-mcp-port-") as tmp:
+        src = Path(tmp) / "kernel.cu"
+        src.write_text(source)
+        args = [str(src), "--kernel", kernel, "--out", str(Path(tmp) / "pkg"), "--offline"]
+        if case:
+            args += ["--case", str(_case(case).folder)]
+        try:
+            code = port_main(args)
+        except SystemExit as done:  # typer ends with the exit code
+            code = done.code if isinstance(done.code, int) else 1
+        pkg = Path(tmp) / "pkg"
+        if not (pkg / "report.json").is_file():
+            raise ValueError(f"kport port stopped (exit {code}) before writing a package")
+        return {"accepted": code == 0, "report": json.loads((pkg / "report.json").read_text()),
+                "kernel_metal": (pkg / "kernel.metal").read_text()}
+
+
+def benchmark(case: str, body: str, header: str = "") -> dict:
+    """Time a Metal body (the case's [metal] launch) with real MLX: Apple Silicon only."""
+    import mlx.core as mx
+
+    if not mx.metal.is_available():
+        raise ValueError("benchmark needs Apple Silicon with Metal: this machine has none "
+                         "(mx.metal.is_available() is False); use check_port here")
+    from agent.nodes.bench import measure
+
+    c = _case(case)
+    launch = c.metal.model_dump(exclude={"source", "header"})
+    return {"benchmark": measure({"body": body, "header": header, **launch}, c, "M1")}
+
+
+def _resources() -> dict[str, callable]:
+    def rules() -> str:
+        from kb.concepts import load_rules
+
+        return json.dumps([r.model_dump(exclude={"example"}) for r in load_rules()])
+
+    def chips() -> str:
+        from kb.arch import chips as all_chips
+
+        return json.dumps([c.model_dump() for c in all_chips()])
+
+    def families() -> str:
+        from kb.arch import families as all_families
+
+        return json.dumps([f.model_dump() for f in all_families()])
+
+    return {"kport://rules": rules, "kport://arch/chips": chips,
+            "kport://arch/families": families}
+
+
+def build_server():
+    """The MCP server with every tool and resource registered."""
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("kport", instructions="Port CUDA kernels to Apple Metal for MLX: search "
+                       "the knowledge base, translate, run in the simulator, check, port.")
+    for fn in (kb_search, kb_rules_for, translate, sim_run, check_port, port, benchmark):
+        server.tool(name=fn.__name__, description=fn.__doc__)(_structured(fn))
+    for uri, fn in _resources().items():
+        server.resource(uri, name=uri.split("//")[1], mime_type="application/json")(fn)
+    return server
+
+
+@app.command()
+def mcp(http: bool = typer.Option(False, "--http", help="streamable HTTP instead of stdio"),
+        port_: int = typer.Option(8765, "--port", help="HTTP port (127.0.0.1)")):
+    """Serve kport's tools over MCP (stdio by default)."""
+    from runners.errors import KportError
+
+    try:
+        server = build_server()
+    except ImportError:
+        raise KportError("the MCP server needs the `mcp` package: pip install 'kport[mcp]'") \
+            from None
+    if http:
+        server.run("streamable-http", host="127.0.0.1", port=port_)
+    else:
+        server.run("stdio")
+
+
+def main(argv: list[str]) -> int:
+    """Entry of `kport mcp`."""
+    return app(args=argv, prog_name="kport mcp", standalone_mode=True) or 0

@@ -1,0 +1,99 @@
+"""`kport mcp` through the official MCP SDK's own client over a real stdio session."""
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+mcp = pytest.importorskip("mcp", reason="the MCP tests need the `mcp` package (kport[mcp])")
+
+ROOT = Path(__file__).parents[2]
+SAXPY = ROOT / "corpus" / "cases" / "001_saxpy"
+
+
+async def _session(calls):
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=sys.executable, args=["-m", "agent.cli", "mcp"],
+                                   env={**os.environ}, cwd=str(ROOT))
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+        await s.initialize()
+        return await calls(s)
+
+
+def _payload(result) -> dict:
+    if getattr(result, "structured_content", None):
+        return result.structured_content
+    return json.loads(result.content[0].text)
+
+
+def run(calls):
+    return asyncio.run(_session(calls))
+
+
+def test_tools_and_resources_are_listed():
+    async def calls(s):
+        tools = {t.name for t in (await s.list_tools()).tools}
+        resources = {str(r.uri) for r in (await s.list_resources()).resources}
+        rules = await s.read_resource("kport://rules")
+        return tools, resources, rules
+    tools, resources, rules = run(calls)
+    assert tools == {"kb_search", "kb_rules_for", "translate", "sim_run", "check_port", "port",
+                     "benchmark"}
+    assert resources == {"kport://rules", "kport://arch/chips", "kport://arch/families"}
+    assert len(json.loads(rules.contents[0].text)) >= 150
+
+
+def test_rules_translate_sim_and_check_through_the_protocol():
+    src = (SAXPY / "kernel.cu").read_text()
+    body = (SAXPY / "port.metal").read_text()
+
+    async def calls(s):
+        rules = _payload(await s.call_tool("kb_rules_for", {"source": src}))
+        tr = _payload(await s.call_tool("translate", {"source": src, "kernel": "saxpy",
+                                                      "grid": ["ceil_div(n, 256)"],
+                                                      "block": [256]}))
+        sim = _payload(await s.call_tool("sim_run", {
+            "body": "uint i = thread_position_in_grid.x; y[i] = 2 * x[i];",
+            "inputs": {"x": {"data": [1, 2, 3, 4], "dtype": "float32"}},
+            "outputs": {"y": {"shape": [4], "dtype": "float32"}},
+            "grid": [4, 1, 1], "threadgroup": [4, 1, 1]}))
+        verdict = _payload(await s.call_tool("check_port", {"case": "001", "body": body}))
+        bad = _payload(await s.call_tool("check_port", {"case": "001",
+                                                        "body": "y_out[0] = 0;"}))
+        return rules, tr, sim, verdict, bad
+    rules, tr, sim, verdict, bad = run(calls)
+    assert rules["ok"] and "launch.thread_idx" in {r["rule_id"] for r in rules["rules"]}
+    assert tr["ok"] and tr["translation"]["outputs"] == ["y_out"]
+    assert sim["ok"] and sim["outputs"]["y"] == [2.0, 4.0, 6.0, 8.0] and not sim["findings"]
+    assert verdict["ok"] and verdict["verdict"]["accepted"] is True
+    assert bad["ok"] and bad["verdict"]["accepted"] is False
+
+
+def test_tool_errors_are_structured_not_tracebacks(tmp_path, monkeypatch):
+    monkeypatch.setenv("KPORT_HOME", str(tmp_path / "empty-home"))
+
+    async def calls(s):
+        no_kb = _payload(await s.call_tool("kb_search", {"query": "softmax"}))
+        no_kernel = _payload(await s.call_tool("translate", {"source": "__global__ void a() {}",
+                                                             "kernel": "b"}))
+        bench = _payload(await s.call_tool("benchmark", {"case": "001", "body": "x"}))
+        return no_kb, no_kernel, bench
+    no_kb, no_kernel, bench = run(calls)
+    assert not no_kb["ok"] and "kport kb build" in no_kb["error"]["message"]
+    assert not no_kernel["ok"] and "no kernel named 'b'" in no_kernel["error"]["message"]
+    assert not bench["ok"] and "Apple Silicon" in bench["error"]["message"]
+    for p in (no_kb, no_kernel, bench):
+        assert "Traceback" not in json.dumps(p)
+
+
+def test_port_tool_runs_the_agent_offline():
+    async def calls(s):
+        return _payload(await s.call_tool("port", {"source": (SAXPY / "kernel.cu").read_text(),
+                                                   "kernel": "saxpy", "case": "001"}))
+    out = run(calls)
+    assert out["ok"] and out["accepted"] is True
+    assert "y_out" in out["kernel_metal"]
