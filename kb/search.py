@@ -165,7 +165,11 @@ class BM25Cache:
         except OSError:  # another process finished the same revision first
             shutil.rmtree(tmp, ignore_errors=True)
         for old in self.root.iterdir():
-            stale_tmp = old.name.endswith(".tmp") and time.time() - old.stat().st_mtime > 3600
+            try:  # other processes build, rename and remove entries here at the same time
+                stale_tmp = old.name.endswith(".tmp") and \
+                    time.time() - old.stat().st_mtime > 3600
+            except FileNotFoundError:
+                continue
             if old.name != folder.name and (not old.name.startswith(".") or stale_tmp):
                 shutil.rmtree(old, ignore_errors=True)
         return True
