@@ -10,6 +10,7 @@ coverage: constructs mapped, constructs left as TODO with their rule and line.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -71,9 +72,11 @@ class Translation:
         return f"{head}// body of the metal_kernel `{self.kernel}`\n{self.body.strip()}\n"
 
 
+@functools.cache
 def constructs() -> dict[str, str]:
     """CUDA's own spellings among the concept rules' markers -> the first rule naming each
-    (what coverage and TODO notes count, with the rewrite table's spellings)."""
+    (what coverage and TODO notes count, with the rewrite table's spellings). Built once per
+    process; callers copy before changing it."""
     from kb.rules_match import _marker_tokens
 
     out: dict[str, str] = {}
@@ -116,7 +119,7 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
     data = info.data
     header_parts = []
     for node in info.header_nodes:
-        text = _emit_function(node, data, ctx).strip()
+        text = Emitter(data, ctx, in_kernel=False).emit(node).strip()
         if node.type in ("struct_specifier", "enum_specifier") and not text.endswith(";"):
             text += ";"
         header_parts.append(text)
@@ -151,10 +154,6 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
     if info.extern_shared:
         tr.template["KP_SMEM_BYTES"] = str(shared_mem)
     return tr
-
-
-def _emit_function(fn, data: bytes, ctx: Context) -> str:
-    return Emitter(data, ctx, in_kernel=False).emit(fn)
 
 
 def _dims(v: list | None) -> list:

@@ -156,8 +156,10 @@ def root_name(node: Node, data: bytes) -> str | None:
     return _text(node, data) if node is not None and node.type == "identifier" else None
 
 
-def _callee_refs(callees: dict[str, tuple[Node, Node]], data: bytes) -> dict[str, set[int]]:
-    """For each function, the indexes of its non-const reference parameters."""
+def _mutable_params(callees: dict[str, tuple[Node, Node]], data: bytes,
+                    kinds: tuple[str, ...]) -> dict[str, set[int]]:
+    """For each function, the indexes of its non-const parameters declared with one of
+    ``kinds`` (``pointer_declarator``, ``reference_declarator``)."""
     out: dict[str, set[int]] = {}
     for name, (fn, _) in callees.items():
         decl = next(n for n in _walk(fn) if n.type == "function_declarator")
@@ -165,28 +167,9 @@ def _callee_refs(callees: dict[str, tuple[Node, Node]], data: bytes) -> dict[str
         params = [c for c in (plist.named_children if plist else [])
                   if c.type == "parameter_declaration"]
         out[name] = {i for i, p in enumerate(params)
-                     if any(n.type == "reference_declarator" for n in _walk(p))
+                     if any(n.type in kinds for n in _walk(p))
                      and not any(c.type == "type_qualifier" and _text(c, data) == "const"
                                  for c in p.children)}
-    return out
-
-
-def _callee_writes(callees: dict[str, tuple[Node, Node]], data: bytes) -> dict[str, set[int]]:
-    """For each function, the indexes of its non-const pointer or reference parameters."""
-    out: dict[str, set[int]] = {}
-    for name, (fn, _) in callees.items():
-        decl = next(n for n in _walk(fn) if n.type == "function_declarator")
-        plist = decl.child_by_field_name("parameters")
-        idx = set()
-        for i, p in enumerate(c for c in (plist.named_children if plist else [])
-                              if c.type == "parameter_declaration"):
-            ref = any(n.type in ("pointer_declarator", "reference_declarator")
-                      for n in _walk(p))
-            const = any(c.type == "type_qualifier" and _text(c, data) == "const"
-                        for c in p.children)
-            if ref and not const:
-                idx.add(i)
-        out[name] = idx
     return out
 
 
@@ -255,7 +238,8 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
 
     visit(kfn)
     callee_nodes = {n: funcs[n] for n in order}
-    writes_through = _callee_writes(callee_nodes, data)
+    writes_through = _mutable_params(callee_nodes, data,
+                                     ("pointer_declarator", "reference_declarator"))
     info = KernelInfo(data, name, kfn, params, {}, {}, [], [], [], [], [],
                       _template(kouter, spec_args, data, where, strict))
     written: dict[str, int] = {}
@@ -366,7 +350,8 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
             if args is not None and i < len(args.named_children) and \
                     root_name(args.named_children[i], data) in viewed:
                 info.split_params.setdefault(fname, set()).add(i)
-    info.ref_params = {f: ix for f, ix in _callee_refs(callee_nodes, data).items() if ix}
+    refs = _mutable_params(callee_nodes, data, ("reference_declarator",))
+    info.ref_params = {f: ix for f, ix in refs.items() if ix}
     info.split_params = {f: ix - info.ref_params.get(f, set())
                          for f, ix in info.split_params.items()}
     info.split_params = {f: ix for f, ix in info.split_params.items() if ix}
