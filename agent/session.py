@@ -53,11 +53,12 @@ def checkpointer(settings):
         conn.close()
 
 
-def run_port(ctx, settings, thread_id: str, *, interrupt_after: list[str] | None = None
-             ) -> SessionResult:
+def run_port(ctx, settings, thread_id: str, *, interrupt_after: list[str] | None = None,
+             on_step=None) -> SessionResult:
     """Run the port of ``ctx`` on ``thread_id``: a new thread starts from the top, an
     unfinished one resumes after its last saved step, a finished one returns its final state.
-    ``ctx`` must describe the same kernel and case as the thread's first run."""
+    ``ctx`` must describe the same kernel and case as the thread's first run. ``on_step(node,
+    update)`` is called after each step, as it happens (progress for `kport chat`)."""
     with checkpointer(settings) as saver:
         graph = build_graph(saver, interrupt_after=interrupt_after)
         config = {"configurable": {"thread_id": thread_id},
@@ -68,11 +69,31 @@ def run_port(ctx, settings, thread_id: str, *, interrupt_after: list[str] | None
             raise KportError(f"thread {thread_id} ports {snap.values['kernel']!r}, not "
                              f"{ctx.kernel!r}; give another --thread")
         if not resumed:
-            graph.invoke({"kernel": ctx.kernel.split("<")[0]}, config, context=ctx)
-        elif snap.next:
-            graph.invoke(None, config, context=ctx)
+            _drive(graph, {"kernel": ctx.kernel.split("<")[0]}, config, ctx, on_step)
+        elif unfinished(snap):
+            _drive(graph, None, config, ctx, on_step)
         snap = graph.get_state(config)
-        return SessionResult(thread_id, dict(snap.values), not snap.next, resumed)
+        return SessionResult(thread_id, dict(snap.values), not unfinished(snap), resumed)
+
+
+def unfinished(snap) -> bool:
+    """Whether a thread has steps left. ``snap.next`` alone is not enough: a run killed after a
+    step's results were saved but before the step's checkpoint lists that step among
+    ``snap.tasks`` (with its results) and not in ``next``; running on applies them."""
+    return bool(snap.next) or bool(snap.tasks)
+
+
+def _drive(graph, start, config, ctx, on_step) -> None:
+    # durability="sync": each step's checkpoint is on disk before the next step starts, so a
+    # kill loses at most the step that was running.
+    if on_step is None:
+        graph.invoke(start, config, context=ctx, durability="sync")
+        return
+    for update in graph.stream(start, config, context=ctx, stream_mode="updates",
+                               durability="sync"):
+        for node, values in update.items():
+            if not node.startswith("__"):  # __interrupt__ and the like are not steps
+                on_step(node, values or {})
 
 
 def learn(case, candidate: dict, settings) -> dict:

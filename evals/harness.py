@@ -25,6 +25,7 @@ import numpy as np
 from evals.cases import CaseSpec
 from evals.corpus_check import compare, make_inputs, run_cuda, run_reference
 from evals.static_checks import static_findings
+from runners.simhost import die_with_parent
 
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 CHILD_MEMORY = 8 << 30
@@ -55,8 +56,11 @@ def _limits(cpu_seconds: int):
     """Soft limits on the child (our own code: the harness child and the simulator host);
     the candidate itself runs one level further down under the simulator's own hard limits
     (runners/simhost.py), which must stay free to set theirs."""
+    on_parent_death = die_with_parent()
+
     def apply() -> None:
         os.setsid()
+        on_parent_death()  # a killed kport leaves no candidate running
         inf = resource.RLIM_INFINITY
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY, inf))

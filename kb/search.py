@@ -137,8 +137,11 @@ class BM25Cache:
                                    bm25s.BM25.load(str(folder / "names")), meta["ids"],
                                    meta["metadatas"])
                 return _LOADED[folder]
-            except (FileNotFoundError, json.JSONDecodeError):
-                continue  # removed by a writer's clean-up of old revisions: build again
+            except (FileNotFoundError, json.JSONDecodeError, ValueError):
+                # Removed by a writer's clean-up of old revisions, or left by an older kport
+                # in another layout: folders appear whole (renamed), so a broken one is stale.
+                shutil.rmtree(folder, ignore_errors=True)
+                continue
         raise KBError(f"the BM25 cache under {self.root} keeps changing; retry the search")
 
     def _build(self, folder: Path) -> bool:

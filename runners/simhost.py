@@ -113,9 +113,25 @@ def launch_dims(value, what: str) -> tuple[int, int, int]:
     return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
 
 
+def die_with_parent():
+    """A function the child calls to be SIGKILLed when kport dies (Linux PR_SET_PDEATHSIG), so
+    a killed kport leaves no simulated kernel running; a no-op elsewhere. Looked up in the
+    parent: the child only calls it."""
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return lambda: None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    return lambda: prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
+
+
 def _limits(memory_bytes: int, file_bytes: int, cpu_seconds: int):
+    on_parent_death = die_with_parent()
+
     def apply():
         os.setsid()  # own process group: a timeout kills every thread of it
+        on_parent_death()
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))

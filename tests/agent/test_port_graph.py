@@ -92,6 +92,29 @@ def test_checkpoint_resumes_by_thread_id(port_ctx):
     assert again.values["attempts"] == resumed.values["attempts"]
 
 
+
+def test_a_kill_between_a_steps_results_and_its_checkpoint_resumes(port_ctx):
+    """The state a SIGKILL can leave: the draft step's results are saved, the checkpoint after
+    it is not. Made here by deleting that checkpoint; the run must go on, not end empty."""
+    import sqlite3
+
+    from agent.session import CHECKPOINTS
+
+    thread = new_thread_id("saxpy")
+    run(port_ctx(), thread, interrupt_after=["draft"])
+    db = sqlite3.connect(load_settings().sessions_dir / CHECKPOINTS)
+    with db:
+        last = db.execute("SELECT checkpoint_id FROM checkpoints WHERE thread_id = ? ORDER BY "
+                          "checkpoint_id DESC LIMIT 1", (thread,)).fetchone()[0]
+        db.execute("DELETE FROM checkpoints WHERE thread_id = ? AND checkpoint_id = ?",
+                   (thread, last))
+        db.execute("DELETE FROM writes WHERE thread_id = ? AND checkpoint_id = ?",
+                   (thread, last))
+    db.close()
+    resumed = run(port_ctx(), thread)
+    assert resumed.resumed and resumed.finished
+    assert resumed.values["decision"] == "accept" and len(resumed.values["attempts"]) == 1
+
 def test_a_thread_cannot_be_reused_for_another_kernel(port_ctx):
     from evals.cases import discover
     from runners.errors import KportError

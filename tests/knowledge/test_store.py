@@ -46,6 +46,24 @@ def test_search_returns_the_pair_and_bm25_sees_new_chunks(tmp_path):
     assert hits and hits[0].title == "Zebra facts"  # the cached BM25 index was rebuilt
 
 
+
+def test_a_bm25_cache_left_in_another_layout_is_rebuilt(tmp_path):
+    """An older kport wrote the index files straight into the revision folder; a search must
+    rebuild it, not fail on every query (seen on a KPORT_HOME kept across upgrades)."""
+    import hashlib
+
+    store = KBStore(tmp_path / "kb", create=True)
+    store.add(_pair_chunks())
+    key = hashlib.sha256(store.location.encode()).hexdigest()[:16]
+    old = tmp_path / "cache" / "bm25" / key / "docs" / store.revision("docs")
+    old.mkdir(parents=True)
+    (old / "ids.json").write_text(json.dumps({"ids": [], "metadatas": []}))
+    (old / "params.index.json").write_text("{}")  # no text/ or names/ index inside
+    hits = search(store, "shuffle-xor butterfly", kinds=["docs"], method="bm25", k=1,
+                  cache_root=tmp_path / "cache")
+    assert hits and hits[0].title == "Porting notes"
+    assert (old / "text").is_dir() and (old / "names").is_dir()
+
 def test_export_import_round_trip(tmp_path):
     a = KBStore(tmp_path / "a", create=True)
     a.add(_pair_chunks())

@@ -97,3 +97,58 @@ def test_port_tool_runs_the_agent_offline():
     out = run(calls)
     assert out["ok"] and out["accepted"] is True
     assert "y_out" in out["kernel_metal"]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_streamable_http_transport_serves_the_same_tools(tmp_path):
+    """`kport mcp --http` in its own process, reached by the SDK's streamable HTTP client."""
+    import socket
+    import subprocess
+    import time
+
+    from mcp import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    port = _free_port()
+    log = (tmp_path / "server.log").open("w")
+    server = subprocess.Popen([sys.executable, "-m", "agent.cli", "mcp", "--http", "--port",
+                               str(port)], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                              env={**os.environ, "KPORT_HOME": str(tmp_path / "home")})
+
+    async def session():
+        url = f"http://127.0.0.1:{port}/mcp"
+        async with streamable_http_client(url) as (read, write), \
+                ClientSession(read, write) as s:
+            await s.initialize()
+            tools = {t.name for t in (await s.list_tools()).tools}
+            rules = _payload(await s.call_tool("kb_rules_for", {
+                "source": (SAXPY / "kernel.cu").read_text()}))
+            bad = _payload(await s.call_tool("check_port", {"case": "no-such-case",
+                                                            "body": "x"}))
+            return tools, rules, bad
+
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # until the server listens
+            assert server.poll() is None, (tmp_path / "server.log").read_text()
+            assert time.monotonic() < deadline, "the HTTP server never listened"
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.3)
+        out = asyncio.run(session())
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    tools, rules, bad = out
+    assert {"kb_search", "translate", "port", "benchmark"} <= tools
+    assert rules["ok"] and "launch.thread_idx" in {r["rule_id"] for r in rules["rules"]}
+    assert not bad["ok"] and "no-such-case" in bad["error"]["message"]

@@ -247,3 +247,40 @@ def test_drop_in_raises_kernel_fault_with_findings():
         k(inputs=[X16], output_shapes=[(4,)], output_dtypes=[mx.float32], grid=(4, 1, 1),
           threadgroup=(4, 1, 1))
     assert err.value.findings and "buffer 'y'" in str(err.value)
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"),
+                    reason="PR_SET_PDEATHSIG is Linux's; elsewhere children are not tied")
+def test_a_killed_kport_leaves_no_simulated_kernel_running(tmp_path):
+    """The child of a launch is started with the simulator's own limits; SIGKILL the parent
+    (as a crash would) and the child must die with it, not run on as an orphan."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    parent = subprocess.Popen([sys.executable, "-c", (
+        "import subprocess, sys, time\n"
+        "from runners.simhost import _limits\n"
+        "child = subprocess.Popen(['sleep', '120'], preexec_fn=_limits(1 << 32, 1 << 20, 200))\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(120)\n")], stdout=subprocess.PIPE, text=True,
+        cwd=Path(__file__).parents[2])
+    child = int(parent.stdout.readline())
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    end = time.monotonic() + 5
+    while True:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break  # gone
+        try:
+            if Path(f"/proc/{child}/stat").read_text().split()[2] == "Z":
+                break  # dead, waiting to be reaped
+        except FileNotFoundError:
+            break
+        assert time.monotonic() < end, "the child outlived its killed parent"
+        time.sleep(0.05)

@@ -1,0 +1,2 @@
+"""`kport chat`: interactive porting sessions (slash commands, grounded questions, approval
+before writes), checkpointed in SQLite by langgraph so they resume after a crash."""

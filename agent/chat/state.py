@@ -1,0 +1,100 @@
+"""A chat session's checkpointed state (plain JSON-like values), its run context (not
+checkpointed) and the output of one turn.
+
+The session keeps every Metal draft as a numbered *version* (v1 is the translator's; /port,
+/apply and model answers add more); /check and /bench records are kept per version.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Annotated, Any, TypedDict
+
+from runners.errors import KportError
+
+TRANSCRIPT_CHARS = 4000  # of one turn's output kept in the transcript
+
+
+class ChatState(TypedDict, total=False):
+    """Everything a session remembers between turns and across restarts."""
+
+    session: str
+    line: str  # the command of the current turn
+    turn: int
+    file: str | None  # the CUDA source loaded (as given)
+    kernel: str | None  # its name (what packages and prompts use)
+    kernel_spec: str | None  # with template arguments, e.g. softmax<256> (what is translated)
+    src: str | None  # its text when loaded: later edits of the file do not change the session
+    case_dir: str | None  # the case checks run against: the user's, a corpus case, or guessed
+    case_origin: str  # how the case was found
+    guessed: list[str]  # what was guessed about the case
+    translation: dict | None  # agent.translate_cli.translation_json of the loaded kernel
+    rules: list[dict]  # concept rules matched in the kernel
+    versions: list[dict]  # {"n", "origin", "candidate"}
+    checks: dict  # "n" -> agent.nodes.check record
+    benches: dict  # "n" -> agent.nodes.bench record
+    ports: int  # /port runs so far (each has its own checkpoint thread)
+    port: dict | None  # the last /port: thread, accepted, stop_reason, version, mode
+    analogues: list[dict]
+    llm_tokens: int
+    llm_tokens_estimated: bool  # a provider gave no usage: ~4 characters a token
+    pending_write: dict | None  # a write waiting for approval: dir, version, files
+    transcript: Annotated[list[dict], operator.add]  # {"role": "user" | "kport", "text"}
+
+
+@dataclass(frozen=True)
+class ChatContext:
+    """What a turn may use and nothing checkpoints: settings, the session id, the LLM (None
+    offline), whether offline was asked for, and the chip and seeds checks assume."""
+
+    settings: Any
+    session: str
+    llm: Any = None
+    offline_flag: bool = False
+    chip: str = "M1"
+    seeds: int | None = None
+
+
+class Say:
+    """The output of one turn: each piece goes to ``write`` (the stream) as it is produced and
+    is kept for the transcript."""
+
+    def __init__(self, write):
+        self.write, self.parts = write, []
+
+    def __call__(self, text: str = "", end: str = "\n") -> None:
+        piece = text + end
+        self.parts.append(piece)
+        self.write(piece)
+
+    def text(self) -> str:
+        text = "".join(self.parts)
+        return text if len(text) <= TRANSCRIPT_CHARS else text[:TRANSCRIPT_CHARS] + "\n[...]\n"
+
+
+def need_kernel(state: ChatState) -> None:
+    """KportError unless a kernel is loaded."""
+    if not state.get("kernel"):
+        raise KportError("no kernel loaded yet: /load FILE.cu [KERNEL] first")
+
+
+def version(state: ChatState, ref: str | int | None = None) -> dict:
+    """Version ``ref`` (a number, ``v3``, or None for the current one); KportError if none."""
+    need_kernel(state)
+    versions = state.get("versions") or []
+    if not versions:
+        raise KportError("no Metal draft yet: /load the kernel again")
+    if ref is None:
+        return versions[-1]
+    text = str(ref).lstrip("vV")
+    if not text.isdigit() or not 1 <= int(text) <= len(versions):
+        raise KportError(f"no version {ref!r}: there are v1..v{len(versions)}")
+    return versions[int(text) - 1]
+
+
+def add_version(state: ChatState, candidate: dict, origin: str) -> tuple[dict, list[dict]]:
+    """(the new version, the new versions list) for ``candidate``."""
+    versions = list(state.get("versions") or [])
+    new = {"n": len(versions) + 1, "origin": origin, "candidate": candidate}
+    return new, versions + [new]
