@@ -39,7 +39,7 @@ def offline_text(session: str, offline_flag: bool) -> str:
             "then `pip install 'kport[llm]'` and come back with "
             f"`kport chat --resume {session}`.\n"
             "Without a model these still work: /port /check /bench /diff /show /edit /rules "
-            "/analogues /save (/help lists all).")
+            "/analogues /search /save (/help lists all).")
 
 
 def kb_hits(question: str, settings) -> tuple[list, str]:
@@ -57,7 +57,7 @@ def kb_hits(question: str, settings) -> tuple[list, str]:
 
 
 def _context(state: dict, hits: list) -> str:
-    from agent.chat.commands import metal_of
+    from agent.chat.versions import metal_of
 
     parts = []
     if state.get("kernel"):

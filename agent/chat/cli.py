@@ -110,8 +110,8 @@ class Terminal:
 
     def edit(self) -> bool:
         """/edit: the current version into a file, $VISUAL/$EDITOR on it, then /apply."""
-        from agent.chat.commands import edit_text
         from agent.chat.store import session_dir
+        from agent.chat.versions import edit_text
 
         values = self.values()
         if not values.get("versions"):

@@ -1,5 +1,7 @@
-"""The slash commands of `kport chat`. Each handler takes (state, args, ctx, say) and returns
-the state update; a KportError becomes a one-line ``error:`` answer (the session goes on).
+"""The slash commands of `kport chat` and their dispatch. Each handler takes (state, args, ctx,
+say) and returns the state update; a KportError becomes a one-line ``error:`` answer (the
+session goes on). This module has the porting workflow (/load, /port, /check, /bench, /save);
+agent/chat/versions.py the version views and edits, agent/chat/knowledge.py the knowledge.
 
 None of them needs an LLM. /save only plans its write: the graph's approval step asks the user
 (langgraph ``interrupt()``) before anything is written outside kport's own session folder.
@@ -8,47 +10,15 @@ None of them needs an LLM. /save only plans its write: the graph's approval step
 from __future__ import annotations
 
 import contextvars
-import difflib
 import shlex
 import time
 from pathlib import Path
 
-from agent.chat.state import add_version, need_kernel, version
+from agent.chat.knowledge import cmd_analogues, cmd_rules, cmd_search
+from agent.chat.state import add_version, load_case_of, split_args, version
 from agent.chat.store import session_dir
+from agent.chat.versions import cmd_apply, cmd_diff, cmd_show
 from runners.errors import KportError
-
-HEADER_MARK = "// ---- kport: header (helper functions; may stay empty) ----"
-BODY_MARK = "// ---- kport: body (what goes into mx.fast.metal_kernel's source=) ----"
-
-
-def split_args(args: list[str], usage: str, flags: dict[str, bool]) -> tuple[list[str], dict]:
-    """(positionals, options) of a command's arguments; ``flags`` maps each option to whether
-    it takes a value. KportError naming the option and the usage otherwise."""
-    pos, opts, i = [], {}, 0
-    while i < len(args):
-        arg = args[i]
-        if arg.startswith("--"):
-            if arg not in flags:
-                raise KportError(f"unknown option {arg}; usage: {usage}")
-            if flags[arg]:
-                if i + 1 >= len(args):
-                    raise KportError(f"{arg} needs a value; usage: {usage}")
-                opts[arg] = args[i + 1]
-                i += 1
-            else:
-                opts[arg] = True
-        else:
-            pos.append(arg)
-        i += 1
-    return pos, opts
-
-
-def load_case_of(state):
-    """The CaseSpec checks of this session run against."""
-    from evals.cases import load_case
-
-    need_kernel(state)
-    return load_case(Path(state["case_dir"]))
 
 
 def _find_case(file: Path, kernel: str, case_opt: str | None, settings, sid: str):
@@ -79,6 +49,7 @@ def _find_case(file: Path, kernel: str, case_opt: str | None, settings, sid: str
 def cmd_load(state, args, ctx, say) -> dict:
     """/load FILE [KERNEL] [--case DIR]: read a CUDA source, pick the kernel, find or guess
     its case, and draft v1 with the offline translator."""
+    from agent.state import candidate_from
     from agent.translate import translate_kernel
     from agent.translate_cli import translation_json
     from kb.parse import functions
@@ -115,8 +86,6 @@ def cmd_load(state, args, ctx, say) -> dict:
     hits = match_rules(kernel_tokens(src, kernel, str(file)))
     rules = [{"rule_id": h.rule_id, "title": h.title, "metal": h.metal, "lines": h.lines,
               "pitfalls": h.pitfalls[:2], "unconfirmed": h.unconfirmed} for h in hits]
-    from agent.state import candidate_from
-
     v1 = {"n": 1, "origin": "translator", "candidate": candidate_from(trj, "translator")}
     say(f"loaded {tr.kernel} from {file}")
     say(f"  checks run against {how}")
@@ -279,152 +248,6 @@ def cmd_bench(state, args, ctx, say) -> dict:
     return {"benches": {**state.get("benches", {}), str(ver["n"]): rec}}
 
 
-def metal_of(state, ver: dict) -> str:
-    """The kernel.metal text of a version (signature, header, body)."""
-    from agent.package import metal_text
-
-    return metal_text(state["kernel"], ver["candidate"])
-
-
-def cmd_diff(state, args, ctx, say) -> dict:
-    """/diff [A [B]]: unified diff of two versions' Metal (default: the last two)."""
-    pos, _ = split_args(args, "/diff [A [B]]", {})
-    need_kernel(state)
-    n = len(state.get("versions") or [])
-    if len(pos) > 2:
-        raise KportError("usage: /diff [A [B]]")
-    if not pos and n < 2:
-        raise KportError("only v1 exists; /port, /apply or /edit make another version")
-    a = version(state, pos[0] if pos else n - 1)
-    b = version(state, pos[1] if len(pos) > 1 else n)
-    lines = list(difflib.unified_diff(metal_of(state, a).splitlines(),
-                                      metal_of(state, b).splitlines(),
-                                      f"v{a['n']} ({a['origin']})",
-                                      f"v{b['n']} ({b['origin']})", lineterm=""))
-    if not lines:
-        say(f"v{a['n']} and v{b['n']} are the same")
-    for line in lines:
-        say(line)
-    return {}
-
-
-def cmd_show(state, args, ctx, say) -> dict:
-    """/show [VERSION | cuda]: a version's Metal (default the current one), or the CUDA
-    kernel."""
-    pos, _ = split_args(args, "/show [VERSION | cuda]", {})
-    if pos and pos[0] == "cuda":
-        from agent.nodes.retrieve import _kernel_text
-
-        need_kernel(state)
-        say(_kernel_text(state["src"], state["kernel"]))
-        return {}
-    ver = version(state, pos[0] if pos else None)
-    rec = state.get("checks", {}).get(str(ver["n"]))
-    status = "not checked yet" if rec is None else ("correct" if rec.get("ok") else "NOT correct")
-    say(f"// v{ver['n']} ({ver['origin']}; {status})")
-    say(metal_of(state, ver))
-    return {}
-
-
-def edit_text(cand: dict) -> str:
-    """A version as the file /edit hands to $EDITOR: header and body under marker lines."""
-    return f"{HEADER_MARK}\n{cand.get('header', '').rstrip()}\n{BODY_MARK}\n{cand['body']}"
-
-
-def parse_edit(text: str, where: str) -> tuple[str | None, str]:
-    """(header or None, body) of an edited file: the parts under the marker lines, or the
-    whole file as the body when it has no markers."""
-    if BODY_MARK not in text:
-        if "[[kernel]]" in text:
-            raise KportError(f"{where}: give only the kernel body (what MLX's source= takes), "
-                             "not a whole [[kernel]] function")
-        return None, text
-    head, _, body = text.partition(BODY_MARK)
-    header = head.split(HEADER_MARK, 1)[1] if HEADER_MARK in head else head
-    return header.strip("\n"), body.strip("\n") + "\n"
-
-
-def cmd_apply(state, args, ctx, say) -> dict:
-    """/apply FILE: a new version from an edited body (and header) in FILE; the launch stays.
-    (/edit writes such a file, opens $EDITOR on it and applies it.)"""
-    pos, _ = split_args(args, "/apply FILE", {})
-    if len(pos) != 1:
-        raise KportError("usage: /apply FILE (a kernel body, or a file /edit wrote)")
-    base = version(state)
-    try:
-        text = Path(pos[0]).expanduser().read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        raise KportError(f"{pos[0]}: cannot read ({err})") from None
-    header, body = parse_edit(text, pos[0])
-    if not body.strip():
-        raise KportError(f"{pos[0]}: the body is empty; nothing applied")
-    cand = {**base["candidate"], "body": body, "origin": "edit"}
-    if header is not None:
-        cand["header"] = header
-    if cand["body"] == base["candidate"]["body"] and \
-            cand.get("header", "") == base["candidate"].get("header", ""):
-        say(f"no change from v{base['n']}; nothing applied")
-        return {}
-    new, versions = add_version(state, cand, "edit")
-    say(f"v{new['n']} (edit) from {pos[0]}; /diff shows the change, /check checks it")
-    return {"versions": versions}
-
-
-def cmd_rules(state, args, ctx, say) -> dict:
-    """/rules [RULE_ID]: the concept rules that apply to the loaded kernel, or one rule."""
-    from kb.concepts import load_rules
-
-    pos, _ = split_args(args, "/rules [RULE_ID]", {})
-    if pos:
-        rule = next((r for r in load_rules() if r.id == pos[0]), None)
-        if rule is None:
-            near = [r.id for r in load_rules() if pos[0] in r.id][:6]
-            raise KportError(f"no rule {pos[0]!r}" + (f"; similar: {', '.join(near)}"
-                                                      if near else "; /rules lists them"))
-        say(f"{rule.id} [{rule.group}] {rule.title}" + ("  (UNCONFIRMED)"
-                                                         if rule.unconfirmed else ""))
-        say(f"  CUDA:  {', '.join(rule.cuda)}")
-        say(f"  Metal: {rule.metal}")
-        if rule.notes:
-            say(f"  notes: {rule.notes}")
-        for p in rule.pitfalls:
-            say(f"  pitfall: {p}")
-        if rule.source:
-            say(f"  source: {rule.source}")
-        return {}
-    need_kernel(state)
-    rules = state.get("rules", [])
-    say(f"{len(rules)} concept rule(s) apply to {state['kernel']}:")
-    for r in rules:
-        mark = " (UNCONFIRMED)" if r.get("unconfirmed") else ""
-        lines = ",".join(map(str, r["lines"][:6]))
-        say(f"  {r['rule_id']:<34} lines {lines:<12} -> {r['metal'][:90]}{mark}")
-    say("  /rules RULE_ID shows one in full (pitfalls, source)")
-    return {}
-
-
-def cmd_analogues(state, args, ctx, say) -> dict:
-    """/analogues: CUDA/Metal pairs already ported that are most like the loaded kernel (from
-    the knowledge base; the kernel's own corpus pair is left out)."""
-    from types import SimpleNamespace
-
-    from agent.nodes.retrieve import _kernel_text, analogues
-
-    split_args(args, "/analogues", {})
-    case = load_case_of(state)
-    pairs, note = analogues(SimpleNamespace(use_kb=True, case=case),
-                            _kernel_text(state["src"], state["kernel"]))
-    say(note)
-    for p in pairs:
-        say(f"  {p['title']}  (case {p.get('case') or '-'}, score {p['score']:.4f}, "
-            f"id {p['id']})")
-        for line in p["metal"].strip().splitlines()[:6]:
-            say(f"      {line}")
-    if not pairs and "no retrieval" in note:
-        say("  build the knowledge base first: `kport kb build` (see docs/kb.md)")
-    return {"analogues": [{k: p[k] for k in ("id", "title", "case", "score")} for p in pairs]}
-
-
 def cmd_save(state, args, ctx, say) -> dict:
     """/save [DIR] [--version N]: write the output package of a version (default the
     current one) into DIR (default ./port-KERNEL): kernel.py, kernel.metal, report, test,
@@ -483,8 +306,10 @@ def cmd_help(state, args, ctx, say) -> dict:
 
 COMMANDS = {"load": cmd_load, "port": cmd_port, "check": cmd_check, "bench": cmd_bench,
             "diff": cmd_diff, "show": cmd_show, "apply": cmd_apply, "rules": cmd_rules,
-            "analogues": cmd_analogues, "save": cmd_save, "sessions": cmd_sessions,
-            "help": cmd_help}
+            "analogues": cmd_analogues, "search": cmd_search, "save": cmd_save,
+            "sessions": cmd_sessions, "help": cmd_help}
+
+
 COMMAND_HELP = [
     ("/load FILE.cu [KERNEL] [--case DIR]", "load a CUDA kernel; v1 is the offline draft"),
     ("/port [--no-kb]", "run the porting agent; its result is a new version"),
@@ -496,6 +321,7 @@ COMMAND_HELP = [
     ("/apply FILE", "a new version from a body (and header) in FILE"),
     ("/rules [RULE_ID]", "concept rules that apply, or one rule in full"),
     ("/analogues", "ported kernels most like this one, from the knowledge base"),
+    ("/search QUERY [--kind K]", "search the knowledge base (rules, arch, analogues, docs, fixes)"),
     ("/save [DIR] [--version N]", "write the output package (asks first)"),
     ("/sessions", "list chat sessions"),
     ("/help", "this list"),

@@ -104,7 +104,7 @@ def _port_values(thread: str, settings) -> dict:
 def write_saved(state: ChatState, plan: dict, ctx) -> list[str]:
     """Write the package and report of version ``plan['version']`` into ``plan['dir']``;
     returns the file names written."""
-    from agent.chat.commands import load_case_of
+    from agent.chat.state import load_case_of
     from agent.nodes.bench import measure
     from agent.package import write_package
     from agent.report import build_report, write_report

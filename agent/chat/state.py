@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from runners.errors import KportError
@@ -98,3 +99,33 @@ def add_version(state: ChatState, candidate: dict, origin: str) -> tuple[dict, l
     versions = list(state.get("versions") or [])
     new = {"n": len(versions) + 1, "origin": origin, "candidate": candidate}
     return new, versions + [new]
+
+
+def split_args(args: list[str], usage: str, flags: dict[str, bool]) -> tuple[list[str], dict]:
+    """(positionals, options) of a command's arguments; ``flags`` maps each option to whether
+    it takes a value. KportError naming the option and the usage otherwise."""
+    pos, opts, i = [], {}, 0
+    while i < len(args):
+        arg = args[i]
+        if arg.startswith("--"):
+            if arg not in flags:
+                raise KportError(f"unknown option {arg}; usage: {usage}")
+            if flags[arg]:
+                if i + 1 >= len(args):
+                    raise KportError(f"{arg} needs a value; usage: {usage}")
+                opts[arg] = args[i + 1]
+                i += 1
+            else:
+                opts[arg] = True
+        else:
+            pos.append(arg)
+        i += 1
+    return pos, opts
+
+
+def load_case_of(state):
+    """The CaseSpec checks of this session run against."""
+    from evals.cases import load_case
+
+    need_kernel(state)
+    return load_case(Path(state["case_dir"]))

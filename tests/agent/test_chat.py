@@ -125,6 +125,12 @@ def test_questions_without_a_model_say_how_to_configure_one(chat):
     assert "KPORT_BASE_URL" in out and f"kport chat --resume {c.sid}" in out
     assert "/port /check" in out  # what still works
     assert len(c.values["versions"]) == 1  # nothing was drafted
+    assert "kport kb build" in c.send("/search axpy")  # no KB yet: says how to make one
+    _small_kb(c.settings)
+    found = c.send("/search axpy kernel y = a*x + y --kind analogues")
+    assert "daxpy_like" in found and "[analogues]" in found
+    assert "--kind bogus: one of rules" in c.send("/search x --kind bogus")
+    assert "daxpy_like" in c.send("what is an axpy?")  # the offline answer shows KB hits
 
 
 def test_save_writes_only_after_yes(chat, tmp_path):
