@@ -55,7 +55,7 @@ class LLM:
         from langchain_core.messages import HumanMessage, SystemMessage
 
         msg = self.chat.invoke([SystemMessage(content=system), HumanMessage(content=prompt)])
-        text = msg.content if isinstance(msg.content, str) else _join_parts(msg.content)
+        text = content_text(msg.content)
         usage = getattr(msg, "usage_metadata", None) or {}
         if usage.get("input_tokens") is not None or usage.get("output_tokens") is not None:
             return Reply(text, int(usage.get("input_tokens") or 0),
@@ -63,9 +63,12 @@ class LLM:
         return Reply(text, estimate_tokens(system + prompt), estimate_tokens(text), True)
 
 
-def _join_parts(parts) -> str:
-    """Content given as a list of blocks (Anthropic style) -> its text."""
-    return "".join(p if isinstance(p, str) else str(p.get("text", "")) for p in parts)
+def content_text(content) -> str:
+    """A message's (or a streamed chunk's) content as text: a string as is, a list of blocks
+    (Anthropic style) joined."""
+    if isinstance(content, str):
+        return content
+    return "".join(p if isinstance(p, str) else str(p.get("text", "")) for p in content)
 
 
 def estimate_tokens(text: str) -> int:

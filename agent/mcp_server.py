@@ -36,13 +36,10 @@ def _structured(fn):
 
 def kb_search(query: str, kinds: list[str] | None = None, k: int = 5) -> dict:
     """Search the knowledge base (rules, arch, analogues, docs, fixes); hits with their pair."""
-    from kb.search import search
-    from kb.store import KBStore
+    from kb.search import search_home
     from runners.settings import load_settings
 
-    settings = load_settings()
-    hits = search(KBStore.from_settings(settings), query, kinds=kinds, k=k,
-                  cache_root=settings.home / "cache")
+    hits = search_home(load_settings(), query, kinds=kinds, k=k)
     return {"hits": [h.as_json() for h in hits]}
 
 

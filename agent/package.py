@@ -27,6 +27,9 @@ from agent.llm import redact
 from evals.cases import evaluate
 
 TEMPLATE = Path(__file__).with_name("kernel_template.py")
+# What a package holds (the oracle files numbered), as /save in `kport chat` announces it.
+LAYOUT = ("kernel.py", "kernel.metal", "test_kernel.py", "oracle.json", "oracle_*.npz",
+          "report.md", "report.json")
 _DATA = re.compile(r"# --- kport: port data ---\n.*?# --- kport: end of port data ---\n", re.S)
 RESERVED = {"run", "kernel", "evaluate", "as_numpy", "np", "ast", "functools", "operator"}
 ORACLE_BYTES = 8 << 20  # arrays of one saved size set

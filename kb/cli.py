@@ -188,7 +188,7 @@ def search(query: str = typer.Argument(..., help="text, code, or @FILE to read t
            method: str = typer.Option("hybrid", help="hybrid | dense | bm25"),
            url: str = URL, as_json: bool = JSON):
     """Search the KB; --json prints a list of {id, kind, title, score, text, metadata}."""
-    from kb.search import search as run_search
+    from kb.search import search_home
     from runners.errors import KportError
 
     if query.startswith("@"):
@@ -196,13 +196,8 @@ def search(query: str = typer.Argument(..., help="text, code, or @FILE to read t
             query = Path(query[1:]).read_text()
         except (OSError, UnicodeDecodeError) as err:
             raise KportError(f"{query[1:]}: cannot read the query file ({err})") from None
-    settings = _settings(url)
-    from kb.store import KBStore
-
-    store = KBStore.from_settings(settings)
-    hits = run_search(store, query, kinds=kind or None, k=k, category=category,
-                      features=feature or [], language=language, method=method,
-                      cache_root=settings.home / "cache")
+    hits = search_home(_settings(url), query, kinds=kind or None, k=k, category=category,
+                       features=feature or [], language=language, method=method)
     if as_json:
         print(json.dumps([h.as_json() for h in hits], indent=1))
         return

@@ -250,6 +250,13 @@ def search(store: KBStore, query: str, *, kinds: list[str] | None = None, k: int
     return _hits(store, [(name, i, score(r), r) for (name, i), r in best])
 
 
+def search_home(settings, query: str, **kwargs) -> list[Hit]:
+    """``search`` over the KB ``settings`` name (the local store or the Chroma server), with the
+    BM25 cache under the home; KBError when there is no KB there."""
+    return search(KBStore.from_settings(settings), query, cache_root=settings.home / "cache",
+                  **kwargs)
+
+
 def _hits(store: KBStore, best: list[tuple[str, str, float, dict]]) -> list[Hit]:
     """Hits with their text, metadata and pair, fetched with one get per collection."""
     rows: dict[str, dict] = {}

@@ -45,12 +45,10 @@ def offline_text(session: str, offline_flag: bool) -> str:
 def kb_hits(question: str, settings) -> tuple[list, str]:
     """(hits, note) from the knowledge base for ``question``; no hits and a note saying why
     when there is no KB."""
-    from kb.search import search
-    from kb.store import KBStore
+    from kb.search import search_home
 
     try:
-        hits = search(KBStore.from_settings(settings), question, k=KB_HITS,
-                      cache_root=settings.home / "cache")
+        hits = search_home(settings, question, k=KB_HITS)
     except KportError as err:
         return [], f"no knowledge-base search: {err}"
     return hits, f"{len(hits)} knowledge-base hit(s)"
@@ -61,10 +59,10 @@ def _context(state: dict, hits: list) -> str:
 
     parts = []
     if state.get("kernel"):
-        from agent.nodes.retrieve import _kernel_text
+        from agent.nodes.retrieve import kernel_text
 
         parts.append(f"CUDA kernel `{state['kernel']}`:\n```cuda\n"
-                     f"{_kernel_text(state['src'], state['kernel'])}\n```")
+                     f"{kernel_text(state['src'], state['kernel'])}\n```")
         ver = state["versions"][-1]
         rec = state.get("checks", {}).get(str(ver["n"]))
         status = ("not checked" if rec is None else "correct at every size set" if
@@ -93,13 +91,6 @@ def _history(state: dict) -> list:
     return out
 
 
-def _chunk_text(chunk) -> str:
-    content = getattr(chunk, "content", chunk)
-    if isinstance(content, str):
-        return content
-    return "".join(p if isinstance(p, str) else str(p.get("text", "")) for p in content)
-
-
 def sources_line(state: dict, hits: list) -> str:
     """The sources a grounded answer was given, as kport prints them after it."""
     rules = [r["rule_id"] for r in state.get("rules", [])[:16]]
@@ -116,7 +107,7 @@ def sources_line(state: dict, hits: list) -> str:
 def ask(state: dict, question: str, ctx, say) -> dict:
     """Answer a free-form turn; returns the state update (a new version when the answer holds
     a kernel body, and the tokens spent)."""
-    from agent.llm import error_text, estimate_tokens, redact
+    from agent.llm import content_text, error_text, estimate_tokens, redact
 
     hits, note = kb_hits(question, ctx.settings)
     if ctx.llm is None:
@@ -135,7 +126,7 @@ def ask(state: dict, question: str, ctx, say) -> dict:
     answer, full = [], None
     try:
         for chunk in ctx.llm.chat.stream(messages):
-            text = _chunk_text(chunk)
+            text = content_text(chunk.content)
             if text:
                 answer.append(text)
                 say(redact(text), end="")

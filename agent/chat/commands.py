@@ -49,11 +49,11 @@ def _find_case(file: Path, kernel: str, case_opt: str | None, settings, sid: str
 def cmd_load(state, args, ctx, say) -> dict:
     """/load FILE [KERNEL] [--case DIR]: read a CUDA source, pick the kernel, find or guess
     its case, and draft v1 with the offline translator."""
+    from agent.nodes.analyze import translate_for_case
+    from agent.nodes.retrieve import rule_records
     from agent.state import candidate_from
-    from agent.translate import translate_kernel
     from agent.translate_cli import translation_json
     from kb.parse import functions
-    from kb.rules_match import kernel_tokens, match_rules
 
     usage = "/load FILE.cu [KERNEL] [--case DIR]"
     pos, opts = split_args(args, usage, {"--case": True})
@@ -79,13 +79,9 @@ def cmd_load(state, args, ctx, say) -> dict:
     case, how, guessed = _find_case(file, kernel, opts.get("--case"), ctx.settings,
                                     ctx.session)
     kernel = case.cuda.kernel if case.cuda.kernel.split("<")[0] == kernel else kernel
-    tr = translate_kernel(src, kernel, roles={a.name: a.role for a in case.args},
-                          grid=case.cuda.grid, block=case.cuda.block,
-                          shared_mem=case.cuda.shared_mem, where=str(file))
+    tr = translate_for_case(src, kernel, case, str(file))
     trj = translation_json(tr)
-    hits = match_rules(kernel_tokens(src, kernel, str(file)))
-    rules = [{"rule_id": h.rule_id, "title": h.title, "metal": h.metal, "lines": h.lines,
-              "pitfalls": h.pitfalls[:2], "unconfirmed": h.unconfirmed} for h in hits]
+    rules = rule_records(src, kernel, str(file))
     v1 = {"n": 1, "origin": "translator", "candidate": candidate_from(trj, "translator")}
     say(f"loaded {tr.kernel} from {file}")
     say(f"  checks run against {how}")
@@ -253,7 +249,7 @@ def cmd_save(state, args, ctx, say) -> dict:
     current one) into DIR (default ./port-KERNEL): kernel.py, kernel.metal, report, test,
     oracle. Asks before writing."""
     from agent.nodes.check import run_check
-    from agent.package import python_name
+    from agent.package import LAYOUT, python_name
 
     pos, opts = split_args(args, "/save [DIR] [--version N]", {"--version": True})
     ver = version(state, opts.get("--version"))
@@ -269,9 +265,8 @@ def cmd_save(state, args, ctx, say) -> dict:
         rec = run_check(load_case_of(state), ver["candidate"], ctx.seeds)
         say(check_summary(ver["n"], rec))
         update["checks"] = {**state.get("checks", {}), key: rec}
-    files = ["kernel.py", "kernel.metal", "test_kernel.py", "oracle.json", "oracle_*.npz",
-             "report.md", "report.json"]
-    if "guessed" in state.get("case_origin", ""):
+    files = list(LAYOUT)
+    if state.get("guessed"):
         files.append("case.toml (+ the CUDA source)")
     present = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
     return {**update, "pending_write": {"dir": str(folder), "version": ver["n"], "files": files,

@@ -125,13 +125,12 @@ def write_saved(state: ChatState, plan: dict, ctx) -> list[str]:
     else:
         best, stop = None, "the saved version is not correct: " + "; ".join(
             rec.get("feedback", [])[:2])
-    guessed_dir = case.folder if "guessed" in state.get("case_origin", "") else None
+    guessed_dir = case.folder if state.get("guessed") else None
     folder = Path(plan["dir"])
     package = write_package(folder, case=case, kernel=state["kernel"], candidate=cand,
                             guessed_case=guessed_dir)
     full = {**values, "kernel": state["kernel"], "translation": state.get("translation") or {},
             "rules": state.get("rules", []), "check": rec, "best": best, "stop_reason": stop}
-    full.setdefault("analogues", [])
     rep = build_report(full, source=state["file"], case=case,
                        mode="llm" if ctx.llm else "offline",
                        llm_name=ctx.llm.name if ctx.llm else None,

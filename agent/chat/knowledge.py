@@ -45,12 +45,12 @@ def cmd_analogues(state, args, ctx, say) -> dict:
     the knowledge base; the kernel's own corpus pair is left out)."""
     from types import SimpleNamespace
 
-    from agent.nodes.retrieve import _kernel_text, analogues
+    from agent.nodes.retrieve import analogues, kernel_text
 
     split_args(args, "/analogues", {})
     case = load_case_of(state)
     pairs, note = analogues(SimpleNamespace(use_kb=True, case=case),
-                            _kernel_text(state["src"], state["kernel"]))
+                            kernel_text(state["src"], state["kernel"]))
     say(note)
     for p in pairs:
         say(f"  {p['title']}  (case {p.get('case') or '-'}, score {p['score']:.4f}, "
@@ -65,8 +65,8 @@ def cmd_analogues(state, args, ctx, say) -> dict:
 def cmd_search(state, args, ctx, say) -> dict:
     """/search QUERY [--kind KIND]: the knowledge base's best chunks for QUERY (rules, arch,
     analogues, docs, fixes), as `kport kb search` gives them."""
-    from kb.search import search
-    from kb.store import COLLECTIONS, KBStore
+    from kb.search import search_home
+    from kb.store import COLLECTIONS
 
     usage = "/search QUERY [--kind rules|arch|analogues|docs|fixes]"
     pos, opts = split_args(args, usage, {"--kind": True})
@@ -75,9 +75,7 @@ def cmd_search(state, args, ctx, say) -> dict:
     kind = opts.get("--kind")
     if kind is not None and kind not in COLLECTIONS:
         raise KportError(f"--kind {kind}: one of {', '.join(COLLECTIONS)}")
-    settings = ctx.settings
-    hits = search(KBStore.from_settings(settings), " ".join(pos),
-                  kinds=[kind] if kind else None, k=8, cache_root=settings.home / "cache")
+    hits = search_home(ctx.settings, " ".join(pos), kinds=[kind] if kind else None, k=8)
     if not hits:
         say("nothing found")
     for i, h in enumerate(hits, 1):

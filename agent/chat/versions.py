@@ -47,10 +47,10 @@ def cmd_show(state, args, ctx, say) -> dict:
     kernel."""
     pos, _ = split_args(args, "/show [VERSION | cuda]", {})
     if pos and pos[0] == "cuda":
-        from agent.nodes.retrieve import _kernel_text
+        from agent.nodes.retrieve import kernel_text
 
         need_kernel(state)
-        say(_kernel_text(state["src"], state["kernel"]))
+        say(kernel_text(state["src"], state["kernel"]))
         return {}
     ver = version(state, pos[0] if pos else None)
     rec = state.get("checks", {}).get(str(ver["n"]))

@@ -30,16 +30,14 @@ def analogues(ctx, query: str) -> tuple[list[dict], str]:
     returns (pairs, note) where the note says what was (not) retrieved and why."""
     if not ctx.use_kb:
         return [], "knowledge base not used (--no-kb): no analogues"
-    from kb.search import search
-    from kb.store import KBStore
+    from kb.search import search_home
     from runners.errors import KportError
     from runners.settings import load_settings
 
     settings = load_settings()
     try:
-        store = KBStore.from_settings(settings)
-        hits = search(store, query, kinds=["analogues"], k=3 * ANALOGUES + 2,
-                      cache_root=settings.home / "cache", exclude=own_pair_ids(ctx.case))
+        hits = search_home(settings, query, kinds=["analogues"], k=3 * ANALOGUES + 2,
+                           exclude=own_pair_ids(ctx.case))
     except KportError as err:
         return [], f"no retrieval: {err}"
     pairs, seen = [], set()
@@ -76,18 +74,24 @@ def retrieve(state, runtime) -> dict:
     """Returns rules (exact matches), analogues, kb_note, lints of the translator's draft and
     the arch facts behind them."""
     ctx = runtime.context
-    hits = match_rules(kernel_tokens(ctx.src, ctx.kernel, ctx.where))
-    rules = [{"rule_id": h.rule_id, "title": h.title, "metal": h.metal, "lines": h.lines,
-              "pitfalls": h.pitfalls[:2], "unconfirmed": h.unconfirmed} for h in hits]
+    rules = rule_records(ctx.src, ctx.kernel, ctx.where)
     tr = state["translation"]
-    pairs, note = analogues(ctx, _kernel_text(ctx.src, ctx.kernel))
+    pairs, note = analogues(ctx, kernel_text(ctx.src, ctx.kernel))
     lints = perf_lints(tr, dict(ctx.case.sizes), ctx.chip) if tr.get("grid") else []
     facts = arch_facts({*BASE_FACTS, *(s for x in lints for s in x["sources"])})
     return {"rules": rules, "analogues": pairs, "kb_note": note, "lints": lints, "arch": facts}
 
 
-def _kernel_text(src: str, kernel: str) -> str:
-    """The kernel and its callees as the query (the file may hold other kernels)."""
+def rule_records(src: str, kernel: str, where: str) -> list[dict]:
+    """The concept rules that occur in ``kernel`` (and its callees), as state records."""
+    return [{"rule_id": h.rule_id, "title": h.title, "metal": h.metal, "lines": h.lines,
+             "pitfalls": h.pitfalls[:2], "unconfirmed": h.unconfirmed}
+            for h in match_rules(kernel_tokens(src, kernel, where))]
+
+
+def kernel_text(src: str, kernel: str) -> str:
+    """The kernel and its callees (the file may hold other kernels); the whole source when
+    the kernel is not found."""
     from kb.parse import functions, kernel_closure
 
     funcs = functions(src, "cuda")
