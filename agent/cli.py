@@ -4,6 +4,7 @@ with ``main(argv) -> int``, imported only when used so `kport --help` stays fast
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 PACKAGES = ("agent", "kb", "runners", "evals")
@@ -27,7 +28,9 @@ def _usage(table: dict[str, tuple[str, str]]) -> str:
         "verbs:",
     ]
     lines += [f"  {name:<{width}}  {help_}" for name, (_, help_) in table.items()]
-    lines += ["", "`kport VERB --help` describes one verb. State lives under $KPORT_HOME."]
+    lines += ["", "`kport VERB --help` describes one verb. State lives under $KPORT_HOME.",
+              "--unsandboxed (any verb, = KPORT_UNSANDBOXED=1): where the OS gives no jail, run",
+              "outside code anyway, unprotected; `kport doctor` shows the isolation in force."]
     return "\n".join(lines)
 
 
@@ -36,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     from runners.errors import KportError
 
     argv = sys.argv[1:] if argv is None else argv
+    if "--unsandboxed" in argv:  # a flag of every verb that runs outside code, read here once
+        argv = [a for a in argv if a != "--unsandboxed"]
+        os.environ["KPORT_UNSANDBOXED"] = "1"
     table = verbs()
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(_usage(table))

@@ -159,6 +159,21 @@ def check_llm(settings: Settings) -> Check:
     return Check("LLM provider", True, detail)
 
 
+def check_isolation(settings: Settings) -> Check:
+    """Whether code from elsewhere (ports, case folders, kernels) can run jailed here."""
+    from runners.sandbox import INSTALL_HINT, isolation
+
+    iso = isolation(settings)
+    if iso.jailed:
+        return Check("isolation", True, iso.summary(), True)
+    if iso.unsandboxed:
+        return Check("isolation", True, iso.summary() + " (opted out: KPORT_UNSANDBOXED)", True)
+    hint = (f"{iso.problem}. " + ("" if "install" in iso.problem else INSTALL_HINT + ". ")
+            + "Without the jail kport refuses to compile or run outside code; KPORT_UNSANDBOXED=1 "
+            "or --unsandboxed runs it anyway, unprotected.")
+    return Check("isolation", False, iso.summary(), True, hint)
+
+
 def run_checks(settings: Settings) -> list[Check]:
     """All checks, in report order."""
     return [
@@ -166,6 +181,7 @@ def run_checks(settings: Settings) -> list[Check]:
         check_modules(),
         check_mlx(),
         check_compiler(settings),
+        check_isolation(settings),
         check_nvidia(),
         check_home(settings),
         check_kb(settings),
@@ -183,10 +199,14 @@ def doctor(as_json: bool = typer.Option(False, "--json", help="print JSON instea
     from rich.console import Console
     from rich.table import Table
 
-    checks = run_checks(load_settings())
+    from runners.sandbox import isolation
+
+    settings = load_settings()
+    checks = run_checks(settings)
     ok = all(c.ok for c in checks if c.required)
     if as_json:
-        print(json.dumps({"ok": ok, "checks": [asdict(c) for c in checks]}, indent=2))
+        print(json.dumps({"ok": ok, "checks": [asdict(c) for c in checks],
+                          "isolation": isolation(settings).as_json()}, indent=2))
     else:
         table = Table(title="kport doctor")
         for column in ("check", "status", "detail"):

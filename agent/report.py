@@ -67,8 +67,14 @@ def build_report(state: dict, *, source: str, case, mode: str, llm_name: str | N
                    "wall_s": budget.wall_s, "optimise": budget.optimise,
                    "candidates_checked": state.get("iteration", 0)},
         "chip": chip, "guessed": guessed, "notes": list(extra_notes),
-        "package": package,
+        "package": package, "isolation": _isolation(),
     }
+
+
+def _isolation() -> str:
+    from runners.sandbox import isolation
+
+    return isolation().summary()
 
 
 def _runs_table(runs: list[dict]) -> list[str]:
@@ -88,7 +94,8 @@ def report_markdown(rep: dict) -> str:
            f"- source: `{rep['source']}`; case: `{rep['case']}`"
            + (" (guessed: see below)" if rep["case_guessed"] else ""),
            f"- mode: {rep['mode']}; chip for lints: {rep['chip']}; thread: `{rep['thread_id']}`",
-           f"- shipped candidate: {rep['shipped']}", "",
+           f"- shipped candidate: {rep['shipped']}",
+           f"- candidates ran in: {rep.get('isolation', 'not recorded')}", "",
            "## Validation", "",
            f"Oracle: {val['oracle']}; tolerances rtol={val['rtol']} atol={val['atol']}.", ""]
     out += _runs_table(val["runs"]) if val["runs"] else ["No run completed."]

@@ -6,7 +6,9 @@ Three kernels, each written for metal_sim (MLX body), cuda_sim (CUDA) and PoCL (
 elementwise over 16M floats, a 256-thread block reduction over 4096 blocks, and a 512x512
 shared-memory tiled matmul. Prints kernel times (median of --reps; the simulators' time is
 measured inside the child, buffer I/O excluded; PoCL's by event profiling), the ratio to PoCL
-and the geometric mean, then compile latency of a typical kernel on a cache miss and a hit.
+and the geometric mean, then compile latency of a typical kernel on a cache miss and a hit,
+then what isolation costs: a whole launch in the jail and with it off (the host's Landlock +
+seccomp time shown apart), and a compile both ways.
 Needs `pip install pyopencl pocl-binary-distribution` (the `bench` extra).
 """
 
@@ -208,6 +210,46 @@ def compile_latency() -> tuple[float, float]:
     return t_miss, t_hit
 
 
+def isolation_cost(reps: int) -> dict[str, float]:
+    """Median seconds of one whole launch of a small cached kernel (request, buffers, the
+    child, its result) in the jail and with the jail off, the host's Landlock + seccomp time,
+    and the same for a compile (cache miss) with and without the jail."""
+    from unittest import mock
+
+    from runners import sandbox
+    from runners.cuda_sim import RawKernel
+    from runners.settings import load_settings
+    from runners.simbuild import build_kernel
+    from runners.simhost import BufferArg, LaunchSpec, ScalarArg, run_launch
+
+    x = np.arange(4096, dtype=np.float32)
+
+    def measure() -> tuple[float, float, float]:
+        settings = load_settings()
+        tu = RawKernel(f"// {time.time_ns()}\n" + CUDA["elementwise"], "ew")._translation_unit()
+        start = time.perf_counter()
+        build = build_kernel(tu, checked=True, dialect="cuda", settings=settings)
+        compile_s = time.perf_counter() - start
+        spec = LaunchSpec((16, 1, 1), (256, 1, 1), (4096, 1, 1), False, 49152)
+        walls, locks = [], []
+        for _ in range(reps * 10):
+            args = [BufferArg("x", x, "in"), BufferArg("y", np.zeros_like(x), "out"),
+                    ScalarArg("n", np.int32(4096).tobytes())]
+            start = time.perf_counter()
+            result = run_launch(build.library, spec, args, settings)
+            walls.append(time.perf_counter() - start)
+            locks.append(result.lockdown_s)
+        return statistics.median(walls), statistics.median(locks), compile_s
+
+    jailed, lockdown, compile_jailed = measure()
+    off = ("", "benchmark: jail off for comparison")
+    with mock.patch.dict(os.environ, {"KPORT_UNSANDBOXED": "1"}), \
+            mock.patch.object(sandbox, "_probe", lambda: off):
+        bare, _, compile_bare = measure()
+    return {"launch_jailed": jailed, "launch_bare": bare, "lockdown": lockdown,
+            "compile_jailed": compile_jailed, "compile_bare": compile_bare}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals.bench_sim", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -237,6 +279,13 @@ def main(argv: list[str] | None = None) -> int:
     t_miss, t_hit = compile_latency()
     print(f"compile latency: {t_miss * 1000:.0f} ms on a cache miss (target <= 500), "
           f"{t_hit * 1000:.1f} ms on a hit (target <= 30)")
+    cost = isolation_cost(args.reps)
+    print(f"isolation: a launch takes {cost['launch_jailed'] * 1000:.1f} ms in the jail, "
+          f"{cost['launch_bare'] * 1000:.1f} ms without: +"
+          f"{(cost['launch_jailed'] - cost['launch_bare']) * 1000:.1f} ms (target <= 50), of "
+          f"which Landlock + seccomp {cost['lockdown'] * 1000:.2f} ms; a compile "
+          f"{cost['compile_jailed'] * 1000:.0f} ms jailed (preprocess, compile, link), "
+          f"{cost['compile_bare'] * 1000:.0f} ms without the jail")
     return 0
 
 

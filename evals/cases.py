@@ -8,13 +8,23 @@ named symbols; grids, shapes, values and template ints may be expressions over t
 from __future__ import annotations
 
 import ast
+import math
 import operator
+import random
 import re
 import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from runners.dtypes import known_dtype
 from runners.errors import KportError
@@ -86,6 +96,9 @@ class CheckSpec(BaseModel):
     atol: float = 1e-6
     reference: str = "cuda"
     seeds: int = Field(default=2, ge=1, le=10)
+    # conditions over the sizes every size set meets, e.g. "q_heads % kv_heads == 0"; the
+    # harness's held-out sizes are drawn to meet them too
+    constraints: list[str] = Field(default_factory=list)
 
     @field_validator("reference")
     @classmethod
@@ -110,6 +123,13 @@ class CaseSpec(BaseModel):
     metal: MetalSpec | None = None
     notes: str = ""
     folder: Path = Path(".")
+    # whether the case came with kport (set by load_case, kept by copies; never from TOML):
+    # only a bundled case's Python reference runs outside the jail
+    _bundled: bool = PrivateAttr(default=False)
+
+    @property
+    def bundled(self) -> bool:
+        return self._bundled
 
     @field_validator("category")
     @classmethod
@@ -137,16 +157,42 @@ class CaseSpec(BaseModel):
             unknown = set(variant) - set(self.sizes)
             if unknown:
                 raise ValueError(f"variants: unknown size {sorted(unknown)[0]!r}")
+        for sizes in self.size_sets():
+            for condition in self.check.constraints:
+                if not holds(condition, sizes, "check.constraints"):
+                    raise ValueError(f"check.constraints: {condition!r} does not hold for the "
+                                     f"size set {sizes}")
         return self
 
     def size_sets(self) -> list[dict[str, int]]:
         """The default sizes, then each variant over them."""
         return [dict(self.sizes)] + [{**self.sizes, **v} for v in self.variants]
 
+    def held_out_sizes(self, rng: random.Random) -> dict[str, int] | None:
+        """A size set the case does not list, drawn from ``rng`` within its constraints: each
+        size its size sets vary is drawn between their smallest and largest value, in steps of
+        their greatest common divisor; the others keep their default; ``check.constraints``
+        must hold. None when no size varies or no draw of 200 meets the constraints."""
+        sets = self.size_sets()
+        varying = {k: sorted({s[k] for s in sets}) for k in self.sizes}
+        varying = {k: v for k, v in varying.items() if len(v) > 1}
+        listed = [sorted(s.items()) for s in sets]
+        for _ in range(200 if varying else 0):
+            draw = dict(self.sizes)
+            for name, values in varying.items():
+                draw[name] = rng.randrange(values[0], values[-1] + 1, math.gcd(*values))
+            if sorted(draw.items()) not in listed and all(
+                    holds(c, draw, "check.constraints") for c in self.check.constraints):
+                return draw
+        return None
+
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
         ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Div: operator.truediv,
-        ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.RShift: operator.rshift}
+        ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
+        ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor}
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
+            ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
 _FUNCS = {"min": min, "max": max, "ceil_div": lambda a, b: -(-a // b)}
 
 
@@ -169,13 +215,30 @@ def evaluate(expr: Expr | float, sizes: dict[str, int], where: str = "") -> int 
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
                 node.func.id in _FUNCS and not node.keywords:
             return _FUNCS[node.func.id](*[walk(a) for a in node.args])
+        if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
+            left, ok = walk(node.left), True
+            for op, right in zip(node.ops, node.comparators, strict=True):
+                value = walk(right)
+                ok, left = ok and _COMPARE[type(op)](left, value), value
+            return ok
+        if isinstance(node, ast.BoolOp):
+            values = [walk(v) for v in node.values]
+            return all(values) if isinstance(node.op, ast.And) else any(values)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return not walk(node.operand)
         raise CaseError(f"{where}: cannot evaluate {expr!r}: use numbers, size names "
-                        f"({', '.join(sizes)}), + - * // % / ** << >>, min, max, ceil_div")
+                        f"({', '.join(sizes)}), + - * // % / ** << >> & | ^, min, max, "
+                        "ceil_div, comparisons, and/or/not")
 
     try:
         return walk(ast.parse(str(expr), mode="eval"))
     except SyntaxError:
         raise CaseError(f"{where}: {expr!r} is not an expression") from None
+
+
+def holds(condition: str, sizes: dict[str, int], where: str = "") -> bool:
+    """Whether ``condition`` (an expression over the sizes) is true for ``sizes``."""
+    return bool(evaluate(condition, sizes, where))
 
 
 def load_case(folder: Path) -> CaseSpec:
@@ -187,6 +250,9 @@ def load_case(folder: Path) -> CaseSpec:
         data = tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise CaseError(f"{path}: not valid TOML: {err}") from None
+    if "folder" in data:
+        raise CaseError(f"{path}: key `folder` is not a case key (a case is its folder); "
+                        "remove it")
     try:
         case = CaseSpec(**data, folder=path.parent)
     except ValidationError as err:
@@ -196,12 +262,26 @@ def load_case(folder: Path) -> CaseSpec:
     if case.id != path.parent.name:
         raise CaseError(f"{path}: key `id`: {case.id!r} must equal the folder name "
                         f"{path.parent.name!r}")
-    for key, rel in [("cuda.source", case.cuda.source)] + (
-            [("metal.source", case.metal.source)] + (
-                [("metal.header", case.metal.header)] if case.metal.header else [])
-            if case.metal else []):
-        if not (path.parent / rel).is_file():
+    for item in path.parent.rglob("*"):
+        if item.is_symlink():  # would make the case read whatever file of this machine it names
+            raise CaseError(f"{item}: a link in the case folder; a case folder holds its files "
+                            "themselves (replace the link by the file)")
+    files = [("cuda.source", case.cuda.source)]
+    if case.metal:
+        files += [("metal.source", case.metal.source)] + (
+            [("metal.header", case.metal.header)] if case.metal.header else [])
+    if case.check.reference != "cuda":
+        files.append(("check.reference", case.check.reference.split(":")[0]))
+    inside = path.parent.resolve()
+    for key, rel in files:
+        target = path.parent / rel
+        # a case folder is outside code: its keys may not point at other files of the machine
+        if Path(rel).is_absolute() or not target.resolve().is_relative_to(inside):
+            raise CaseError(f"{path}: key `{key}`: {rel!r} leads outside the case folder; name "
+                            "a file inside it")
+        if not target.is_file():
             raise CaseError(f"{path}: key `{key}`: file {rel!r} not found in the case folder")
+    case._bundled = inside.is_relative_to(corpus_dir().resolve())
     return case
 
 

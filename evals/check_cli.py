@@ -4,9 +4,14 @@ harness.
     kport check CASE_DIR --metal BODY.metal [--header HEADER.metal] [--seeds N] [--json]
 
 The candidate is an MLX metal_kernel body written for the case's [metal] launch keys (inputs,
-outputs, grid, threadgroup, template). It runs only in a child process with limits; the parent
-makes the inputs, runs the oracle and compares. Exit 0 only when it is accepted, 1 when it is
-rejected (the reasons are printed), 2 for usage errors.
+outputs, grid, threadgroup, template). It must pass metal_sim's MSL allow-list, then it is
+compiled and run only in the jail (bubblewrap namespaces, a read-only view, Landlock and
+seccomp; docs/harness.md); the parent makes the inputs, runs the oracle and compares, at every
+size set of the case and at one held-out size set drawn for this run. A case folder is code:
+the bundled corpus's references run in kport itself, any other case folder's reference and CUDA
+kernel run in the jail too. Where the OS gives no jail, --unsandboxed runs it anyway
+(unprotected; the verdict says so). Exit 0 only when it is accepted, 1 when it is rejected
+(the reasons are printed), 2 for usage errors.
 """
 
 from __future__ import annotations
@@ -28,7 +33,13 @@ def check(case_dir: Path = typer.Argument(..., help="a corpus case folder (with 
           timeout: float = typer.Option(120.0, help="seconds per run before it counts as a "
                                         "hang"),
           as_json: bool = typer.Option(False, "--json", help="print the verdict as JSON")):
-    """Accept or reject a candidate port; exit 0 only when accepted."""
+    """Accept or reject a candidate port; exit 0 only when accepted.
+
+    The candidate is compiled and run only in the jail (docs/harness.md).
+    It is judged at every size set of the case and at one held-out size set.
+    A case folder is code: only the bundled corpus's references run outside the jail.
+    --unsandboxed: where the OS gives no jail, run anyway, unprotected (the verdict says so).
+    """
     from evals.cases import CaseError, load_case
     from evals.harness import judge
     from runners.errors import KportError
@@ -49,6 +60,7 @@ def check(case_dir: Path = typer.Argument(..., help="a corpus case folder (with 
     else:
         print(f"{case.id}: {'ACCEPTED' if verdict.accepted else 'REJECTED'} "
               f"({len(verdict.runs)} runs)")
+        print(f"  isolation: {verdict.isolation}")
         for r in verdict.reasons:
             print(f"  - {r}")
     raise typer.Exit(0 if verdict.accepted else 1)

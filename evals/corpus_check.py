@@ -100,16 +100,56 @@ def run_cuda(case: CaseSpec, sizes: dict[str, int], inputs: dict):
 
 
 def run_reference(case: CaseSpec, sizes: dict[str, int], inputs: dict) -> dict:
-    """The case's Python reference: ``fn(inputs, sizes) -> {output name: array}``."""
+    """The case's Python reference: ``fn(inputs, sizes) -> {output name: array}``. A bundled
+    case's runs here; any other case folder is code from elsewhere, so its reference runs in
+    the jail (runners/sandbox.py) and only the arrays it returns come back."""
     file, fn = case.check.reference.split(":")
     path = case.folder / file
-    spec = importlib.util.spec_from_file_location(f"kport_ref_{case.id}", path)
-    if not spec or not path.is_file():
+    if not path.is_file():
         raise CaseError(f"{case.folder / 'case.toml'}: check.reference: {file} not found")
+    copies = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
+    if not case.bundled:
+        return _jailed_reference(case, file, fn, copies, sizes)
+    spec = importlib.util.spec_from_file_location(f"kport_ref_{case.id}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    copies = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in inputs.items()}
     return getattr(module, fn)(copies, dict(sizes))
+
+
+def _jailed_reference(case: CaseSpec, file: str, fn: str, inputs: dict,
+                      sizes: dict[str, int]) -> dict:
+    import io
+    import json
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from runners.sandbox import Jail, Limits, Mount, read_jailed
+
+    child = Path(__file__).with_name("reference_child.py")
+    prefixes = {Path(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    prefixes |= {p.resolve() for p in prefixes}
+    where = f"{case.folder / 'case.toml'}: check.reference {case.check.reference}"
+    with tempfile.TemporaryDirectory(prefix="kport-ref-") as tmp:
+        work = Path(tmp)
+        np.savez(work / "inputs.npz", **{k: np.asarray(v) for k, v in inputs.items()})
+        (work / "meta.json").write_text(json.dumps({
+            "sizes": dict(sizes), "order": list(inputs),
+            "scalars": {k: str(np.asarray(v).dtype) for k, v in inputs.items()
+                        if not isinstance(v, np.ndarray)}}))
+        jail = Jail([*map(Mount, sorted(prefixes)), Mount(case.folder.resolve()), Mount(child),
+                     Mount(work, writable=True)], dev=True, env={"HOME": str(work)})
+        ran = jail.run([sys.executable, "-I", str(child), str(case.folder.resolve()), file, fn,
+                        str(work)], cwd=work, timeout=600, limits=Limits(memory=16 << 30))
+        data = read_jailed(work / "outputs.npz", 1 << 32)
+        if ran.returncode != 0 or data is None:
+            tail = ran.output.strip().splitlines()[-3:]
+            raise CaseError(f"{where}: the reference failed in the jail: {' | '.join(tail)}")
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as f:
+                return {k: f[k] for k in f.files}
+        except (ValueError, OSError) as err:
+            raise CaseError(f"{where}: the reference returned no plain arrays ({err})") from None
 
 
 def _template(case: CaseSpec, sizes: dict[str, int]) -> list[tuple[str, object]]:

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from evals.cases import CaseSpec, evaluate, load_case
+from evals.cases import CaseError, CaseSpec, evaluate, load_case
 from runners.errors import KportError
 
 MODES = ("offline", "llm")
@@ -39,6 +39,7 @@ class CaseTask:
     case_id: str
     origin: str
     files: dict[str, bytes]
+    bundled: bool = False  # the case came with kport: its Python reference may run unjailed
     mode: str = "offline"
     seeds: int = 3
     timeout: float = 900.0
@@ -51,13 +52,13 @@ def make_task(case: CaseSpec, **settings) -> CaseTask:
     ship (over 8 MiB: a case folder holds sources and a reference, not data)."""
     files, total = {}, 0
     for path in sorted(Path(case.folder).rglob("*")):
-        if path.is_file() and "__pycache__" not in path.parts:
+        if path.is_file() and not path.is_symlink() and "__pycache__" not in path.parts:
             files[str(path.relative_to(case.folder))] = data = path.read_bytes()
             total += len(data)
     if total > MAX_CASE_BYTES:
         raise KportError(f"{case.folder}: {total >> 20} MiB in the case folder; keep a case "
                          "to its sources and reference (data are generated from [[args]])")
-    return CaseTask(case.id, str(case.folder), files, **settings)
+    return CaseTask(case.id, str(case.folder), files, bundled=case.bundled, **settings)
 
 
 @contextlib.contextmanager
@@ -90,6 +91,7 @@ def run_case(task: CaseTask) -> dict:
             (folder / rel).parent.mkdir(parents=True, exist_ok=True)
             (folder / rel).write_bytes(data)
         case = load_case(folder)
+        case._bundled = task.bundled  # the copy is of the case the parent loaded
         if task.small:
             case = smallest_sizes(case)
         rec = {"case": case.id, "category": case.category, "mode": task.mode,
@@ -102,6 +104,9 @@ def run_case(task: CaseTask) -> dict:
         except CaseBudgetSpent:
             rec["correct"] = False
             rec["reasons"].append(f"case budget of {task.timeout:g} s spent (--timeout)")
+        except CaseError as err:  # the case's own code failed (its oracle): a record, no port
+            rec["correct"] = False
+            rec["reasons"].append(f"the case is broken: {err}")
         rec["wall_s"] = round(time.monotonic() - start, 3)
         return {k: rec[k] for k in RESULT_FIELDS}
 

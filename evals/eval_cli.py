@@ -80,6 +80,14 @@ def versions(executor: str) -> dict:
     return out
 
 
+def isolation_summary() -> str:
+    """What the run's candidates run in; SandboxUnavailable before any worker starts when
+    there is no jail and the user has not opted out (runners/sandbox.py)."""
+    from runners.sandbox import require_isolation
+
+    return require_isolation().summary()
+
+
 def _check_llm() -> None:
     """KportError unless a model is configured and loadable (before any worker starts)."""
     from agent.llm import connect
@@ -115,6 +123,7 @@ def _start_run(out: Path, resume: bool, settings: dict, executor: str) -> tuple[
         run["settings"] = {**run["settings"], **settings}
     else:
         run = {"started": now, "settings": settings, "versions": versions(executor)}
+    run["isolation"] = isolation_summary()
     if partial:
         cut_partial_tail(out)  # the case whose line a kill cut short is redone
     return run, records

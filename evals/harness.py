@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import resource
 import subprocess
 import sys
@@ -22,10 +23,10 @@ from pathlib import Path
 
 import numpy as np
 
-from evals.cases import CaseSpec
+from evals.cases import CaseError, CaseSpec
 from evals.corpus_check import compare, make_inputs, run_cuda, run_reference
 from evals.static_checks import static_findings
-from runners.simhost import die_with_parent
+from runners.sandbox import die_with_parent, require_isolation
 
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 CHILD_MEMORY = 8 << 30
@@ -40,9 +41,11 @@ class Verdict:
     accepted: bool
     reasons: list[str] = field(default_factory=list)
     runs: list[dict] = field(default_factory=list)
+    isolation: str = ""  # what the candidate ran in (runners.sandbox.Isolation.summary)
 
     def as_json(self) -> dict:
-        return {"accepted": self.accepted, "reasons": self.reasons, "runs": self.runs}
+        return {"accepted": self.accepted, "reasons": self.reasons, "runs": self.runs,
+                "isolation": self.isolation}
 
 
 def scrubbed_env() -> dict[str, str]:
@@ -126,10 +129,15 @@ def implausible_speed(seconds: float, bytes_moved: float, flops: float, chip: st
 
 
 def _oracle(case: CaseSpec, sizes: dict, inputs: dict) -> dict:
+    """The expected outputs; CaseError when the case's own code (its CUDA kernel or Python
+    reference) cannot give them."""
     if case.check.reference == "cuda":
         outs, record = run_cuda(case, sizes, inputs)
         if not record.ok:
-            raise RuntimeError(f"{case.id}: the CUDA oracle failed: {record.findings[:2]}")
+            why = [str(d) for d in record.diagnostics if d.severity == "error"][:2] or [
+                str(f) for f in record.findings[:2]]
+            raise CaseError(f"{case.folder / case.cuda.source}: the case's CUDA kernel (the "
+                            f"oracle) failed at sizes {sizes}: {'; '.join(why)}")
         return outs
     return run_reference(case, sizes, inputs)
 
@@ -143,27 +151,38 @@ def judge(case: CaseSpec, body: str, header: str = "", *, seeds: int = 3,
           timeout: float = 120.0, launch: dict | None = None) -> Verdict:
     """Accept or reject a candidate body for ``case``'s ``[metal]`` launch, or for ``launch``
     when given (a translation's own: a dict of LAUNCH_KEYS); returns the Verdict, every reason
-    for a rejection listed. Raises ValueError for a ``launch`` without inputs, outputs, grid
-    or threadgroup, RuntimeError when the oracle or the harness child breaks."""
+    for a rejection listed. Every size set of the case is judged at ``seeds`` seeds (at least
+    3), then one size set drawn for this call only (held-out sizes, see
+    CaseSpec.held_out_sizes) at a fresh seed, then a repeat run. Raises ValueError for a
+    ``launch`` without inputs, outputs, grid or threadgroup, RuntimeError when the harness
+    child breaks, CaseError when the case's own oracle fails, SandboxUnavailable when there is
+    no jail and no opt-out."""
     if launch is not None:
         launch = _launch_dict(launch)
-    verdict = Verdict(False, [f"static {s}" for s in static_findings(body, header)])
+    verdict = Verdict(False, [f"static {s}" for s in static_findings(body, header)],
+                      isolation=require_isolation().summary())
     if verdict.reasons:
         return verdict
     seen: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for sizes in case.size_sets():
-        for seed in range(max(seeds, 3)):
-            inputs = make_inputs(case, sizes, 1000 + seed)
-            want = _oracle(case, sizes, inputs)
-            got, after, record, problem = run_candidate(case, body, header, sizes, inputs,
-                                                        timeout, launch)
-            run = {"sizes": sizes, "seed": 1000 + seed, "ok": False, "why": ""}
-            verdict.runs.append(run)
-            why = problem or _judge_run(case, inputs, want, got, after, record, seen)
-            run["ok"], run["why"] = not why, why
-            if why:
-                verdict.reasons.append(f"sizes {sizes} seed {1000 + seed}: {why}")
-                return verdict  # the first failure says enough; later runs would repeat it
+    draws = random.SystemRandom()  # nothing the candidate can see or predict
+    held_out = case.held_out_sizes(draws)
+    planned = [(sizes, 1000 + seed, False) for sizes in case.size_sets()
+               for seed in range(max(seeds, 3))]
+    if held_out is not None:
+        planned.append((held_out, draws.randrange(1 << 30), True))
+    for sizes, seed, hidden in planned:
+        inputs = make_inputs(case, sizes, seed)
+        want = _oracle(case, sizes, inputs)
+        got, after, record, problem = run_candidate(case, body, header, sizes, inputs, timeout,
+                                                    launch)
+        run = {"sizes": sizes, "seed": seed, "ok": False, "why": "", "held_out": hidden}
+        verdict.runs.append(run)
+        why = problem or _judge_run(case, inputs, want, got, after, record, seen)
+        run["ok"], run["why"] = not why, why
+        if why:
+            label = "held-out sizes" if hidden else "sizes"
+            verdict.reasons.append(f"{label} {sizes} seed {seed}: {why}")
+            return verdict  # the first failure says enough; later runs would repeat it
     # the same inputs again: a racy or nondeterministic candidate gives another answer
     sizes = case.size_sets()[0]
     inputs = make_inputs(case, sizes, 1000)

@@ -123,7 +123,8 @@ def _header(run: Run) -> list[str]:
             f"{s.get('seeds')}, case budget {s.get('timeout_s')} s; started "
             f"{run.info.get('started')}, finished {run.info.get('finished', 'not yet')}",
             f"kport {v.get('kport')} ({(v.get('git_commit') or '-')[:10]}), Python "
-            f"{v.get('python')}, {v.get('platform')}"]
+            f"{v.get('python')}, {v.get('platform')}",
+            f"isolation: {run.info.get('isolation', 'not recorded')}"]
 
 
 def markdown(run: Run, other: Run | None = None) -> str:

@@ -1,83 +1,23 @@
-"""Static checks on an untrusted Metal candidate (an MLX ``metal_kernel`` body and header),
-read as tree-sitter tokens before anything runs. metal_sim compiles the candidate as C++ on
-this machine, so anything that could reach the host (declaring libc functions, inline
-assembly, includes) or keep state between launches (``static``) is refused. Each check is
-named so a verdict says which one fired (a registry, as KernelBench's static checker has).
+"""Static checks on untrusted candidates before anything runs.
+
+A Metal candidate (an MLX ``metal_kernel`` body and header) is held to metal_sim's allow-list
+(runners/metal_sim/allowlist.py): its own tokens here, for a fast and clear refusal, and its
+preprocessed tokens and linked library again whenever metal_sim builds it. A Python candidate (a
+generated ``kernel.py``) must call its kernel and nothing that could do the work instead. Each
+finding names the check that fired.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from runners.srcrewrite import Tok, tokenize
-
-Check = Callable[[list[Tok]], str | None]
-CHECKS: dict[str, Check] = {}
-_HOST_CALLS = {"system", "popen", "fopen", "open", "write", "read", "exec", "execve", "fork",
-               "socket", "connect", "printf", "puts", "fprintf", "getenv", "dlopen", "syscall",
-               "remove", "unlink", "malloc", "free", "mmap", "exit", "abort", "kill",
-               "clock_gettime", "gettimeofday", "mach_absolute_time", "setrlimit", "ptrace"}
-
-
-def check(name: str):
-    def register(fn: Check) -> Check:
-        CHECKS[name] = fn
-        return fn
-    return register
-
-
-@check("no_extern")
-def _extern(toks: list[Tok]) -> str | None:
-    bad = next((t for t in toks if t.text == "extern"), None)
-    return f"line {bad.line}: `extern` declares something outside Metal" if bad else None
-
-
-@check("no_inline_asm")
-def _asm(toks: list[Tok]) -> str | None:
-    bad = next((t for t in toks if t.text in ("asm", "__asm__", "__asm")), None)
-    return f"line {bad.line}: inline assembly" if bad else None
-
-
-@check("no_includes")
-def _includes(toks: list[Tok]) -> str | None:
-    bad = next((t for t in toks if t.kind in ("#include", "preproc_include")
-                or t.text.startswith("#include")), None)
-    return f"line {bad.line}: #include (MLX already includes metal_stdlib)" if bad else None
-
-
-@check("no_static_state")
-def _static(toks: list[Tok]) -> str | None:
-    bad = next((t for t in toks if t.text in ("static", "thread_local", "__thread")), None)
-    return (f"line {bad.line}: `{bad.text}` state would survive between launches"
-            if bad else None)
-
-
-@check("no_host_calls")
-def _host_calls(toks: list[Tok]) -> str | None:
-    for i, t in enumerate(toks[:-1]):
-        if t.text in _HOST_CALLS and toks[i + 1].text == "(" and \
-                (i == 0 or toks[i - 1].text not in (".", "->", "::")):
-            return f"line {t.line}: `{t.text}(` is a host call, not Metal"
-    return None
-
-
-@check("no_builtins")
-def _builtins(toks: list[Tok]) -> str | None:
-    bad = next((t for t in toks if t.text.startswith("__builtin_")
-                or t.text.startswith("__sync_")), None)
-    return f"line {bad.line}: compiler builtin `{bad.text}`" if bad else None
+from runners.metal_sim.allowlist import source_problems
 
 
 def static_findings(body: str, header: str = "") -> list[str]:
-    """Every check that fires, as ``name: why`` (body lines are the body's own)."""
-    out = []
-    for where, text in (("body", body), ("header", header)):
-        toks = tokenize(text) if text.strip() else []
-        for name, fn in CHECKS.items():
-            why = fn(toks)
-            if why:
-                out.append(f"{name}: {where} {why}")
-    return out
+    """Every allow-list check the candidate's own text fails, as ``check: file:line: why``
+    (lines are the body's and the header's own)."""
+    return [f"{p.check}: {p.file}:{p.line}: {p.message}"
+            for p in source_problems(header, "header.metal") + source_problems(body,
+                                                                               "source.metal")]
 
 
 # Library calls that would do the work in place of the candidate's metal_kernel.

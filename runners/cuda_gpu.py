@@ -49,7 +49,7 @@ class GpuRun:
 _MAIN = """
 #line 1 "kport-gpu-host"
 #include "{host}"
-int main(int argc, char** argv) {{ return kp_gpu::host_main(argc, argv, &{name}); }}
+int main(int argc, char** argv) {{ return __kp_gpu::host_main(argc, argv, &{name}); }}
 """
 
 

@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from runners.errors import KportError
 
@@ -28,6 +28,8 @@ ENV_VARS: dict[str, str] = {
     "KPORT_SIM_THREADS": "OS threads the simulators spread threadgroups over (default: all cores)",
     "KPORT_SIM_TIMEOUT": "seconds a simulated launch may run before it is killed (default 60)",
     "KPORT_SIM_CHECKS": "'full' (bounds, races, uninitialised reads; default) or 'fast'",
+    "KPORT_COMPILE_TIMEOUT": "seconds one simulator compile may take before it fails (default 120)",
+    "KPORT_UNSANDBOXED": "1: run outside code even where the OS gives no jail (unsafe; recorded)",
 }
 
 # Keys of config.toml and the env variable each one mirrors.
@@ -40,6 +42,8 @@ _FIELD_ENV = {
     "sim_threads": "KPORT_SIM_THREADS",
     "sim_timeout": "KPORT_SIM_TIMEOUT",
     "sim_checks": "KPORT_SIM_CHECKS",
+    "compile_timeout": "KPORT_COMPILE_TIMEOUT",
+    "unsandboxed": "KPORT_UNSANDBOXED",
 }
 
 
@@ -61,6 +65,8 @@ class Settings(BaseModel):
     sim_threads: int = 0  # 0: use every core
     sim_timeout: float = 60.0
     sim_checks: Literal["full", "fast"] = "full"
+    compile_timeout: float = Field(default=120.0, gt=0)
+    unsandboxed: bool = False
 
     @property
     def kb_dir(self) -> Path:

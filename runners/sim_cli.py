@@ -16,6 +16,7 @@ Exit 0 when the run is clean, 1 when the kernel faulted or failed to compile.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -150,8 +151,15 @@ def run_metal(path: Path, grid, tg, inputs: list[str], outputs: list[str], heade
         except ValueError:
             raise SimUsageError(f"--output {spec!r}: the shape must be integers") from None
         out_specs.append((name, getattr(mx, dtype), dims))
-    k = metal_kernel(path.stem, [n for n, _ in parsed], [n for n, _, _ in out_specs],
-                     path.read_text(), header.read_text() if header else "")
+    for name in [n for n, _ in parsed] + [n for n, _, _ in out_specs]:
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
+            raise SimUsageError(f"{name!r}: inputs and outputs of an MLX body are named like "
+                                "kernel parameters (letters, digits, _)")
+    # MLX pastes the name into the kernel's: keep it an identifier whatever the file is called
+    name = re.sub(r"\W", "_", path.stem)
+    k = metal_kernel(name if name[:1].isalpha() else "k_" + name, [n for n, _ in parsed],
+                     [n for n, _, _ in out_specs], path.read_text(),
+                     header.read_text() if header else "")
     run = k.launch(inputs=[v for _, v in parsed], output_shapes=[s for *_, s in out_specs],
                    output_dtypes=[d for _, d, _ in out_specs], grid=grid, threadgroup=tg)
     arrays = {n: np.array(a) for (n, _, _), a in zip(out_specs, run.outputs, strict=False)}

@@ -2,8 +2,11 @@
 
 A kernel is one C++ translation unit (shim include + rewritten user source + entry wrapper)
 built into a shared library that the host (`kport-simhost`, built once) loads in a child process.
-The cache key covers the TU text, every shim/runtime file, the flags and the compiler, so editing
-any of them rebuilds; entries live under ``$KPORT_HOME/cache/build``.
+Kernel source comes from elsewhere, so the compiler runs in the jail (runners/sandbox.py): it
+sees kport's headers, the compiler and a scratch folder, nothing else. The cache key covers the
+TU text, every shim/runtime file, the flags, the compiler and the vetting rules, so editing any
+of them rebuilds; entries live under ``$KPORT_HOME/cache/build``, outside every jail, each
+stored with its hash and verified when used.
 """
 
 from __future__ import annotations
@@ -15,19 +18,22 @@ import re
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runners.sandbox import Jail, Limits, Mount, read_jailed
 from runners.settings import Settings, load_settings
 from runners.toolchain import Compiler, find_compiler
 
 SIMCORE = Path(__file__).resolve().parent / "simcore"
 INCLUDE = SIMCORE / "include"
 CUDA_SYSINCLUDE = INCLUDE / "kport" / "cuda" / "sysinclude"
-RUNTIME_SOURCES = ("host.cpp", "scheduler.cpp", "checks.cpp", "tsan_atomics.cpp", "fiber.cpp")
+RUNTIME_SOURCES = ("host.cpp", "scheduler.cpp", "checks.cpp", "tsan_atomics.cpp", "fiber.cpp",
+                   "lockdown.cpp")
 
 KERNEL_FLAGS = (
-    "-std=c++20", "-O2", "-fPIC", "-shared", "-fno-exceptions", "-fno-rtti",
+    "-std=c++20", "-O2", "-fPIC", "-fno-exceptions", "-fno-rtti",
     # Round half/bfloat after every operation, as GPUs do (clang keeps excess precision else).
     "-Xclang", "-ffloat16-excess-precision=none", "-Xclang", "-fbfloat16-excess-precision=none",
     "-Wno-unknown-attributes", "-Wno-ignored-attributes", "-Wno-pass-failed", "-ferror-limit=20",
@@ -39,6 +45,12 @@ KERNEL_FLAGS = (
 CHECKED_FLAGS = ("-Xclang", "-fsanitize=thread", "-gline-tables-only", "-fno-vectorize",
                  "-fno-slp-vectorize")
 HOST_FLAGS = ("-std=c++20", "-O2", "-pthread", "-rdynamic")
+# Kernels link against nothing: the host provides libc and libm. So a jailed compile needs no
+# writable compiler cache (zig would otherwise build its libc++ there).
+LINK_FLAGS = ("-shared", "-nostdlib")
+COMPILE_MEMORY = 8 << 30  # address space of one jailed compile
+COMPILE_FILE_BYTES = 256 << 20  # largest file a compile may write
+MAX_PREPROCESSED = 64 << 20
 
 _DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<sev>error|warning|note|"
                    r"fatal error): (?P<msg>.*)$", re.M)
@@ -71,11 +83,11 @@ class Build:
 
 
 def kernel_tail(dialect: str, needs_sync: bool, preamble: str, body: str) -> str:
-    """The end of every kernel TU: ``preamble`` (entry helpers), ``kp_entry_body`` running one
+    """The end of every kernel TU: ``preamble`` (entry helpers), ``__kp_entry_body`` running one
     thread with ``body`` (C++ statements over ``void** __kp_a``) and the exported ABI."""
-    return (f'#line 1 "kport-entry"\n#define KP_NEEDS_SYNC {int(needs_sync)}\n'
-            f'#define KP_DIALECT "{dialect}"\n{preamble}'
-            "static inline __attribute__((always_inline)) void kp_entry_body(void** __kp_a) {\n"
+    return (f'#line 1 "kport-entry"\n#define __KP_NEEDS_SYNC {int(needs_sync)}\n'
+            f'#define __KP_DIALECT "{dialect}"\n{preamble}'
+            "static inline __attribute__((always_inline)) void __kp_entry_body(void** __kp_a) {\n"
             f"{body}\n}}\n#include <kport/kernel_abi.h>\n")
 
 
@@ -88,6 +100,17 @@ def parse_diagnostics(log: str) -> list[Diagnostic]:
             continue
         found.append(Diagnostic(m["file"], int(m["line"]), int(m["col"]), severity, m["msg"]))
     return found
+
+
+def failure_diagnostics(log: str) -> list[Diagnostic]:
+    """The errors of a failed build; when the compiler said nothing in its usual form (a
+    timeout, a crash, output cut short) its last line, so a failure is never silent."""
+    found = parse_diagnostics(log)
+    if any(d.severity == "error" for d in found):
+        return found
+    last = next((ln.strip() for ln in reversed(log.splitlines()) if ln.strip()),
+                "the compiler failed without a message")
+    return found + [Diagnostic("kernel", 0, 0, "error", last[:500])]
 
 
 @functools.lru_cache(maxsize=1)
@@ -125,7 +148,8 @@ def _key(*parts: str) -> str:
 
 def _compile(compiler: Compiler, args: list[str], out: Path,
              timeout: float) -> tuple[bool, str, bool]:
-    """Run the compiler writing to a temp name, then rename: concurrent builds never see halves."""
+    """Build kport's own simulator host (trusted code, not jailed), writing to a temp name and
+    renaming: concurrent builds never see halves."""
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".tmp-", suffix=out.suffix)
     os.close(fd)
@@ -144,46 +168,144 @@ def _compile(compiler: Compiler, args: list[str], out: Path,
 
 
 def host_executable(settings: Settings | None = None) -> Path:
-    """The simulator host, built once per compiler and runtime version."""
+    """The simulator host, built once per compiler and runtime version; verified against its
+    recorded hash on every use."""
     settings = settings or load_settings()
     compiler = find_compiler(settings.cxx)
     key = _key(shim_digest(), compiler.describe(), cpu_id(), *HOST_FLAGS)
     exe = settings.build_cache_dir / f"host-{key}" / "kport-simhost"
-    if exe.is_file():
+    if cached_file(exe) is not None:
         return exe
     sources = [str(SIMCORE / "rt" / name) for name in RUNTIME_SOURCES]
     # The first build with ziglang also builds zig's libc++ once (about a minute).
     ok, log, _ = _compile(compiler, [*HOST_FLAGS, *sources, "-ldl"], exe, timeout=900)
     if not ok:
         raise RuntimeError(f"building the simulator host failed (a kport bug):\n{log[-4000:]}")
+    _record_hash(exe, exe.read_bytes())
     return exe
 
 
+@dataclass(frozen=True)
+class Vetting:
+    """Checks a build runs when it is not cached: on ``tu`` preprocessed (``clang -E``, in the
+    jail; the source as its author wrote it, which may differ from the TU compiled) before
+    compiling, and on the linked library after. Their findings fail the build as compile
+    errors do, and are cached with it (``digest`` and ``tu`` are part of the key)."""
+
+    digest: str
+    tu: str
+    preprocessed: Callable[[str], list[Diagnostic]]
+    library: Callable[[Path], list[Diagnostic]]
+
+
+def _hash_file(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
+def _record_hash(path: Path, data: bytes) -> None:
+    _hash_file(path).write_text(hashlib.sha256(data).hexdigest())
+
+
+def cached_file(path: Path) -> Path | None:
+    """``path`` when it is in the cache and matches the hash recorded when it was stored; a
+    file that does not match (damaged, or replaced behind kport's back) is removed."""
+    try:
+        want = _hash_file(path).read_text().strip()
+        data = path.read_bytes()
+    except OSError:
+        return None
+    if hashlib.sha256(data).hexdigest() == want:
+        return path
+    path.unlink(missing_ok=True)
+    return None
+
+
+def _store(folder: Path, name: str, data: bytes) -> Path:
+    """Write ``data`` into the cache atomically, with its hash."""
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    path = folder / name
+    _record_hash(path, data)
+    os.replace(tmp, path)
+    return path
+
+
+def _compile_jail(compiler: Compiler, scratch: Path) -> Jail:
+    mounts = [Mount(INCLUDE), Mount(scratch, writable=True), *map(Mount, compiler.mounts)]
+    return Jail(mounts, system=compiler.system, proc=True,
+                env={**compiler.env(scratch), "HOME": str(scratch), "TMPDIR": str(scratch)})
+
+
 def build_kernel(tu: str, *, checked: bool, dialect: str = "metal",
-                 settings: Settings | None = None) -> Build:
-    """Compile a kernel TU into a shared library, or return the diagnostics of the failure."""
+                 settings: Settings | None = None, vetting: Vetting | None = None) -> Build:
+    """Compile a kernel TU into a shared library in the jail, or return the diagnostics of
+    the failure (``vetting``'s findings among them). Raises SandboxUnavailable when there is
+    no jail and the user has not opted out."""
     settings = settings or load_settings()
     compiler = find_compiler(settings.cxx)
     flags = [*KERNEL_FLAGS, *(CHECKED_FLAGS if checked else ()), f"-I{INCLUDE}"]
     if dialect == "cuda":
         # PTX cvt saturates out-of-range float->int casts and maps NaN to 0; so does this.
         flags += [f"-I{CUDA_SYSINCLUDE}", "-fno-strict-float-cast-overflow"]
-    key = _key(tu, shim_digest(), compiler.describe(), cpu_id(), *flags)
+    key = _key(tu, shim_digest(), compiler.describe(), cpu_id(), *flags, *LINK_FLAGS,
+               *((vetting.digest, vetting.tu) if vetting else ()))
     folder = settings.build_cache_dir / key[:2] / key
     library, failed = folder / "kernel.so", folder / "failed.log"
     start = time.perf_counter()
-    if library.is_file():
+    if cached_file(library) is not None:
         return Build(True, library, seconds=time.perf_counter() - start, cached=True)
     if failed.is_file():
-        log = failed.read_text()
-        return Build(False, None, parse_diagnostics(log), log, time.perf_counter() - start, True)
+        log = failed.read_text(errors="replace")
+        return Build(False, None, failure_diagnostics(log), log, time.perf_counter() - start,
+                     True)
     folder.mkdir(parents=True, exist_ok=True)
-    source = folder / "kernel.cpp"
-    source.write_text(tu)
-    ok, log, timed_out = _compile(compiler, [*flags, str(source)], library, timeout=300)
+    (folder / "kernel.cpp").write_text(tu)  # for people reading the cache; never compiled
+    with tempfile.TemporaryDirectory(prefix="kport-build-") as tmp:
+        scratch = Path(tmp)
+        (scratch / "kernel.cpp").write_text(tu)
+        if vetting:
+            (scratch / "vetted.cpp").write_text(vetting.tu)
+        data, log, timed_out = _jailed_build(compiler, flags, scratch, settings, vetting)
     seconds = time.perf_counter() - start
-    if not ok:
+    if data is None:
         if not timed_out:  # a timeout says nothing about the source: try again next time
             failed.write_text(log)
-        return Build(False, None, parse_diagnostics(log), log, seconds)
-    return Build(True, library, parse_diagnostics(log), log, seconds)
+        return Build(False, None, failure_diagnostics(log), log, seconds)
+    return Build(True, _store(folder, "kernel.so", data), parse_diagnostics(log), log, seconds)
+
+
+def _jailed_build(compiler: Compiler, flags: list[str], scratch: Path, settings: Settings,
+                  vetting: Vetting | None) -> tuple[bytes | None, str, bool]:
+    """(library bytes or None, the log, timed out): preprocess and vet, compile, link and vet,
+    each a jailed command in ``scratch``."""
+    jail, timeout = _compile_jail(compiler, scratch), settings.compile_timeout
+    limits = Limits(memory=COMPILE_MEMORY, file_size=COMPILE_FILE_BYTES,
+                    cpu_seconds=int(timeout * 2) + 5)
+    steps = [[*flags, "-E", "vetted.cpp", "-o", "vetted.ii"]] if vetting else []
+    steps += [[*flags, "-c", "kernel.cpp", "-o", "kernel.o"], [*LINK_FLAGS, "kernel.o", "-o",
+                                                               "kernel.so"]]
+    log = ""
+    for args in steps:
+        ran = jail.run([*compiler.command, *args], cwd=scratch, timeout=timeout, limits=limits,
+                       settings=settings)
+        log += ran.output + ("\n[output cut]\n" if ran.cut else "")
+        if ran.timed_out:
+            return None, log + f"\ncompiler timed out after {timeout:g} s", True
+        if ran.returncode != 0:
+            return None, log, False
+        if args[-1] == "vetted.ii":
+            text = read_jailed(scratch / "vetted.ii", MAX_PREPROCESSED)
+            found = vetting.preprocessed(text.decode(errors="replace")) if text is not None \
+                else [Diagnostic("kernel", 0, 0, "error", "the preprocessed source is over "
+                                 f"{MAX_PREPROCESSED >> 20} MB")]
+            if found:
+                return None, log + "".join(f"{d}\n" for d in found), False
+    data = read_jailed(scratch / "kernel.so", COMPILE_FILE_BYTES)
+    if data is None:
+        return None, log + "\nthe compiler wrote no usable kernel.so", False
+    if vetting:
+        found = vetting.library(scratch / "kernel.so")
+        if found:
+            return None, log + "".join(f"{d}\n" for d in found), False
+    return data, log, False

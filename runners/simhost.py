@@ -1,24 +1,25 @@
-"""Run one simulated launch in a child process with limits; the parent reads the verdict.
+"""Run one simulated launch in a child process in the jail; the parent reads the verdict.
 
-The child is `kport-simhost`: it gets a request file and buffer files in a private temp folder,
-a scrubbed environment, CPU-time, address-space, file-size and core limits, and a wall-clock
-timeout. Its result is a JSON file; its stdout is never trusted. A crash ends only the child.
+The child is `kport-simhost`, run in the jail (runners/sandbox.py) with CPU-time, address-space,
+file-size and core limits and a wall-clock timeout. It sees /usr, itself, the kernel library
+and a private folder holding the request and buffer files, and it locks itself down (Landlock,
+seccomp) before it loads the kernel. Its result is a JSON file read as plain data; its stdout
+is never trusted. A crash ends only the child.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import signal
-import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from runners.sandbox import Jail, Limits, Mount, SandboxUnavailable, read_jailed, require_isolation
 from runners.settings import Settings, load_settings
 from runners.simbuild import SIMCORE, host_executable
 
@@ -26,7 +27,7 @@ from runners.simbuild import SIMCORE, host_executable
 MAX_LAUNCH_BYTES = 4 << 30
 
 ERROR_KINDS = {"divergence", "out_of_bounds", "race", "invalid", "unsupported", "limit",
-               "uninitialized", "crash", "timeout"}
+               "uninitialized", "crash", "timeout", "sandbox"}
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,8 @@ class LaunchResult:
     printf: str = ""
     wall_s: float = 0.0  # the child's whole run, buffer I/O included
     kernel_s: float = 0.0  # running the threadgroups only
+    lockdown: str = "none"  # what the host installed: landlock+seccomp, seccomp, none
+    lockdown_s: float = 0.0  # the host's time installing it
 
     @property
     def ok(self) -> bool:
@@ -113,32 +116,6 @@ def launch_dims(value, what: str) -> tuple[int, int, int]:
     return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
 
 
-def die_with_parent():
-    """A function the child calls to be SIGKILLed when kport dies (Linux PR_SET_PDEATHSIG), so
-    a killed kport leaves no simulated kernel running; a no-op elsewhere. Looked up in the
-    parent: the child only calls it."""
-    import ctypes
-    import sys
-
-    if not sys.platform.startswith("linux"):
-        return lambda: None
-    prctl = ctypes.CDLL(None, use_errno=True).prctl
-    return lambda: prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
-
-
-def _limits(memory_bytes: int, file_bytes: int, cpu_seconds: int):
-    on_parent_death = die_with_parent()
-
-    def apply():
-        os.setsid()  # own process group: a timeout kills every thread of it
-        on_parent_death()
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
-    return apply
-
-
 def _scratch_root() -> str | None:
     return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
 
@@ -150,12 +127,13 @@ def _addr2line(library: Path, findings: list[dict]) -> dict[int, tuple[str, int]
     tool = shutil.which("addr2line")
     if not offsets or not tool:
         return {}
-    proc = subprocess.run([tool, "-a", "-i", "-e", str(library), *[hex(o - 1) for o in offsets]],
-                          capture_output=True, text=True, timeout=30)
+    # binutils parsing a library built from outside code: in the jail too
+    ran = Jail([Mount(library)]).run([tool, "-a", "-i", "-e", str(library),
+                                      *[hex(o - 1) for o in offsets]], timeout=30)
     shim = str(SIMCORE)
     frames: dict[int, list[tuple[str, int]]] = {}
     current = None
-    for text in proc.stdout.splitlines():
+    for text in ran.output.splitlines():
         if text.startswith("0x"):
             current = int(text, 16) + 1
             frames[current] = []
@@ -190,26 +168,45 @@ def _findings(raw: dict, library: Path, source_file: str) -> list[Finding]:
     return out
 
 
+def _death(returncode: int, jailed: bool) -> Finding:
+    """Why the host died without a result: bubblewrap reports a signal as 128 + its number."""
+    sig = -returncode if returncode < 0 else (returncode - 128 if jailed and 128 < returncode
+                                               < 128 + 65 else None)
+    if sig == signal.SIGSYS:
+        return Finding("sandbox", "the kernel made a system call the sandbox forbids (it was "
+                       "stopped by seccomp: a new process, a file, a socket, ...)")
+    try:
+        why = f"signal {signal.Signals(sig).name}" if sig else f"exit code {returncode}"
+    except ValueError:
+        why = f"signal {sig}"
+    return Finding("crash", f"the simulated launch died ({why}) before reporting; memory or "
+                   "CPU limit?")
+
+
 def run_launch(library: Path, spec: LaunchSpec, args: list[BufferArg | ScalarArg],
                settings: Settings | None = None, timeout: float | None = None,
                source_file: str = "") -> LaunchResult:
-    """Run the kernel library once in a child process; returns outputs and findings.
+    """Run the kernel library once in a jailed child process; returns outputs and findings.
+    Raises SandboxUnavailable when the jail (or, unsandboxed, the host's own lockdown) cannot
+    be had and the user has not opted out.
 
     ``source_file`` names the user's file for findings that carry only a line."""
     settings = settings or load_settings()
+    isolation = require_isolation(settings)
     host = host_executable(settings)
     timeout = timeout or settings.sim_timeout
     threads = settings.sim_threads or os.cpu_count() or 1
     buffer_bytes = sum(a.data.nbytes for a in args if isinstance(a, BufferArg))
     with tempfile.TemporaryDirectory(prefix="kport-launch-", dir=_scratch_root()) as tmp:
         work = Path(tmp)
+        lockdown = "optional" if isolation.unsandboxed and not isolation.jailed else "required"
         lines = [f"kernel {library}", "groups {} {} {}".format(*spec.groups),
                  "tg {} {} {}".format(*spec.threadgroup),
                  "grid {} {} {}".format(*spec.grid_threads),
                  f"nonuniform {int(spec.nonuniform)}", f"tg_mem {spec.tg_mem_limit}",
                  f"dyn_smem {spec.dyn_smem}", f"threads {threads}",
                  f"checked {int(spec.checked)}", f"result {work / 'result.json'}",
-                 f"printf {work / 'printf.txt'}"]
+                 f"printf {work / 'printf.txt'}", f"lockdown {lockdown}"]
         for i, arg in enumerate(args):
             if isinstance(arg, BufferArg):
                 path = work / f"buf{i}.bin"
@@ -220,38 +217,43 @@ def run_launch(library: Path, spec: LaunchSpec, args: list[BufferArg | ScalarArg
                 lines.append(f"scalar {arg.name} {arg.raw.hex() or '00'}")
         (work / "request.txt").write_text("\n".join(lines) + "\n")
         # Address space, not memory: each worker reserves ~1.2 GB of guarded fiber stacks.
-        limits = _limits(memory_bytes=6 * buffer_bytes + (4 << 30) + threads * (3 << 29),
-                         file_bytes=max(64 << 20, 2 * buffer_bytes),
-                         cpu_seconds=int(timeout * 4) + 5)
-        env = {"PATH": "/usr/bin:/bin", "LANG": "C"}
-        proc = subprocess.Popen([str(host), str(work / "request.txt")], cwd=work, env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                preexec_fn=limits)
-        try:
-            _, stderr = proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
+        limits = Limits(memory=6 * buffer_bytes + (4 << 30) + threads * (3 << 29),
+                        file_size=max(64 << 20, 2 * buffer_bytes),
+                        cpu_seconds=int(timeout * 4) + 5)
+        jail = Jail([Mount(host), Mount(library), Mount(work, writable=True)])
+        ran = jail.run([str(host), str(work / "request.txt")], cwd=work, timeout=timeout,
+                       limits=limits, settings=settings)
+        if ran.timed_out:
             msg = (f"the launch did not finish in {timeout:g} s (an infinite loop, a spin-wait "
                    "on another threadgroup, or too much work for the simulator)")
             return LaunchResult("timeout", [Finding("timeout", msg)])
-        result_file = work / "result.json"
-        if proc.returncode == 64:
-            raise RuntimeError(f"simulator host rejected its request (a kport bug): {stderr!r}")
-        if not result_file.is_file():
-            sig = -proc.returncode if proc.returncode < 0 else None
-            why = f"signal {signal.Signals(sig).name}" if sig else f"exit code {proc.returncode}"
-            msg = f"the simulated launch died ({why}) before reporting; memory or CPU limit?"
-            return LaunchResult("crash", [Finding("crash", msg)])
-        raw = json.loads(result_file.read_text())
-        printf = (work / "printf.txt").read_text(errors="replace") if (
-            work / "printf.txt").is_file() else ""
+        if ran.returncode == 64:
+            raise RuntimeError(f"simulator host rejected its request (a kport bug): "
+                               f"{ran.output[-2000:]!r}")
+        if ran.returncode == 65:
+            raise SandboxUnavailable(
+                f"the simulator host could not lock itself down: {ran.output.strip()[-500:]}; "
+                "set KPORT_UNSANDBOXED=1 to run kernels without it (unsafe)")
+        raw_text = read_jailed(work / "result.json", 1 << 24)
+        try:
+            raw = json.loads(raw_text) if raw_text is not None else None
+        except ValueError:
+            raw = None
+        if not isinstance(raw, dict) or raw.get("status") not in ("ok", "fault"):
+            return LaunchResult("crash", [_death(ran.returncode, isolation.jailed)])
+        printf = (read_jailed(work / "printf.txt", 1 << 22) or b"").decode(errors="replace")
         result = LaunchResult(raw["status"], _findings(raw, library, source_file), printf=printf,
-                              wall_s=raw.get("wall_s", 0.0),
-                              kernel_s=raw.get("kernel_s", 0.0))
+                              wall_s=float(raw.get("wall_s", 0.0)),
+                              kernel_s=float(raw.get("kernel_s", 0.0)),
+                              lockdown=str(raw.get("lockdown", "none")),
+                              lockdown_s=float(raw.get("lockdown_s", 0.0)))
         if raw["status"] == "ok":
             for i, arg in enumerate(args):
                 if isinstance(arg, BufferArg) and arg.mode != "in":
-                    flat = np.fromfile(work / f"buf{i}.bin", dtype=arg.data.dtype)
+                    data = read_jailed(work / f"buf{i}.bin", arg.data.nbytes)
+                    if data is None or len(data) != arg.data.nbytes:
+                        return LaunchResult("crash", [Finding("crash", f"output buffer "
+                                                              f"'{arg.name}' came back damaged")])
+                    flat = np.frombuffer(data, dtype=arg.data.dtype).copy()
                     result.outputs[arg.name] = flat.reshape(arg.data.shape)
         return result

@@ -5,10 +5,10 @@ token stream because Metal's address spaces make the C++ parse unreliable. Every
 the number of newlines, so compiler diagnostics still point at the user's lines.
 
 - ``threadgroup T x[N];`` / ``__shared__ T x[N];`` -> a reference to storage of the running group
-  from ``kp_tg_alloc`` (one per declaration and template instantiation).
+  from ``__kp_tg_alloc`` (one per declaration and template instantiation).
 - ``extern __shared__ T x[];`` -> a pointer to the launch's dynamic shared memory.
 - Metal address-space words in types vanish; vector/matrix constructors and casts become
-  ``kp::make<V>(...)`` / ``kp::convert<V>(...)`` (clang has no Metal-style constructors).
+  ``__kp::make<V>(...)`` / ``__kp::convert<V>(...)`` (clang has no Metal-style constructors).
 """
 
 from __future__ import annotations
@@ -202,9 +202,9 @@ def _group_storage_decl(toks: list[Tok], word: str, scope_is_file: bool) -> str:
             if dims != "[]":
                 raise SourceError(f"line {line}: extern {word} `{name}` must be an unsized array")
             out.append(f"static __thread {type_}* {name}; static int __kp_dyn_{name} = "
-                       f"kp_register_dyn_smem([]() -> void** {{ return (void**)&{name}; }});"
+                       f"__kp_register_dyn_smem([]() -> void** {{ return (void**)&{name}; }});"
                        if scope_is_file else
-                       f"{type_}* {name} = reinterpret_cast<{type_}*>(kp_dyn_smem());")
+                       f"{type_}* {name} = reinterpret_cast<{type_}*>(__kp_dyn_smem());")
             continue
         if scope_is_file:
             raise SourceError(f"line {line}: file-scope {word} variable `{name}` is not "
@@ -214,7 +214,7 @@ def _group_storage_decl(toks: list[Tok], word: str, scope_is_file: bool) -> str:
         alias = f"__kp_T_{name}"
         align_arg = f"{align}" if align else f"alignof({alias})"
         out.append(f"using {alias} = {type_}{dims}; static char __kp_site_{name}; {alias}& {name}"
-                   f" = *reinterpret_cast<{alias}*>(kp_tg_alloc(&__kp_site_{name}, "
+                   f" = *reinterpret_cast<{alias}*>(__kp_tg_alloc(&__kp_site_{name}, "
                    f"sizeof({alias}), {align_arg}, \"{name}\", {line}));")
     return " ".join(out)
 
@@ -286,7 +286,7 @@ def rewrite_cuda_vector_casts(src: str) -> str:
             close = _template_id_end(toks, i + 1)
             inner = [x.text for x in toks[i + 2:close]]
             if close > 0 and inner and inner[-1] == "*" and any(x in _CUDA_WIDE for x in inner):
-                ed.replace(t.start, t.end, "::kp_cuda::aligned_ptr_cast")
+                ed.replace(t.start, t.end, "::__kp_cuda::aligned_ptr_cast")
         elif t.text == "(" and i + 2 < len(toks):
             j = i + 1
             while j < len(toks) and toks[j].text in ("const", "volatile"):
@@ -298,7 +298,7 @@ def rewrite_cuda_vector_casts(src: str) -> str:
                     target = ed.data[toks[i + 1].start:toks[j + 1].end].decode()
                     operand = ed.data[toks[j + 3].start:toks[end - 1].end].decode()
                     ed.replace(t.start, toks[end - 1].end,
-                               f"::kp_cuda::aligned_ptr_cast<{target}>({operand})")
+                               f"::__kp_cuda::aligned_ptr_cast<{target}>({operand})")
     return ed.result()
 
 
@@ -387,9 +387,9 @@ def _template_id_end(toks: list[Tok], i: int) -> int:
 
 
 def rewrite_metal_constructors(src: str) -> str:
-    """``float4(a, b)`` -> ``kp::make<float4>(a, b)``; ``(half4)x`` and ``static_cast<half4>(x)``
-    -> ``kp::convert<half4>(...)``. Template type parameters get the same treatment, since they
-    may stand for vectors; for scalars kp::make/convert act as the plain cast."""
+    """``float4(a, b)`` -> ``__kp::make<float4>(a, b)``; ``(half4)x`` and ``static_cast<half4>(x)``
+    -> ``__kp::convert<half4>(...)``. Template type parameters get the same treatment, since they
+    may stand for vectors; for scalars __kp::make/convert act as the plain cast."""
     toks = tokenize(src)
     # half and bfloat too: clang refuses functional casts between _Float16 and __bf16.
     types = CONSTRUCTIBLE | {"half", "bfloat"} | _template_type_params(toks)
@@ -400,13 +400,13 @@ def rewrite_metal_constructors(src: str) -> str:
         prev = toks[i - 1].text if i else ";"
         if name in types and nxt == "(" and prev in _EXPR_AFTER | {"::"}:
             first = i - 2 if prev == "::" and i >= 2 and toks[i - 2].text == "metal" else i
-            ed.replace(toks[first].start, t.end, f"kp::make<{name}>")
+            ed.replace(toks[first].start, t.end, f"__kp::make<{name}>")
         elif name == "vec" and nxt == "<" and prev in _EXPR_AFTER | {"::"}:
             close = _template_id_end(toks, i + 1)
             if close > 0 and close + 1 < len(toks) and toks[close + 1].text == "(":
                 first = i - 2 if prev == "::" and i >= 2 and toks[i - 2].text == "metal" else i
                 ed.replace(toks[first].start, toks[close].end,
-                           f"kp::make<{ed.data[t.start:toks[close].end].decode()}>")
+                           f"__kp::make<{ed.data[t.start:toks[close].end].decode()}>")
         elif (name in types and prev == "(" and nxt == ")" and i >= 2
               and toks[i - 2].text not in ("sizeof", "alignof", "decltype") and
               toks[i - 2].kind != "identifier" and i + 2 < len(toks)):
@@ -414,10 +414,10 @@ def rewrite_metal_constructors(src: str) -> str:
             if end == i + 2:
                 continue
             operand = ed.data[toks[i + 2].start:toks[end - 1].end].decode()
-            ed.replace(toks[i - 1].start, toks[end - 1].end, f"kp::convert<{name}>({operand})")
+            ed.replace(toks[i - 1].start, toks[end - 1].end, f"__kp::convert<{name}>({operand})")
         elif name == "static_cast" and nxt == "<" and i + 3 < len(toks) and toks[
                 i + 2].text in types and toks[i + 3].text == ">":
-            ed.replace(t.start, t.end, "kp::convert")
+            ed.replace(t.start, t.end, "__kp::convert")
         elif t.kind == "number_literal" and name[-1:] == "H" and not name.startswith("0x"):
             ed.replace(t.start, t.end, name[:-1] + "h")
         elif t.kind == "number_literal" and name.endswith("bf"):

@@ -12,8 +12,8 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from runners.errors import KportError
 
@@ -31,11 +31,15 @@ class CompilerNotFound(KportError):
 
 @dataclass(frozen=True)
 class Compiler:
-    """A clang++ command line prefix and what it is."""
+    """A clang++ command line prefix, what it is, and what it needs inside the jail: its own
+    install folders (``mounts``), the system's /usr (``system``) and ``env``."""
 
     command: tuple[str, ...]
     version: str  # e.g. "22.1.8"
     source: str  # "KPORT_CXX", "PATH" or "ziglang"
+    mounts: tuple[Path, ...] = ()
+    system: bool = True
+    zig: bool = False  # zig's clang: caches go under the scratch folder (ZIG_*_CACHE_DIR)
 
     @property
     def major(self) -> int:
@@ -43,6 +47,13 @@ class Compiler:
 
     def describe(self) -> str:
         return f"clang {self.version} ({self.source}: {shlex.join(self.command)})"
+
+    def env(self, scratch: Path) -> dict[str, str]:
+        """Environment of a jailed compile whose writable folder is ``scratch``."""
+        if not self.zig:
+            return {}
+        return {"ZIG_GLOBAL_CACHE_DIR": str(scratch / "zig-global"),
+                "ZIG_LOCAL_CACHE_DIR": str(scratch / "zig-local")}
 
 
 def _clang_version(command: list[str]) -> str | None:
@@ -60,9 +71,21 @@ def _candidates(cxx: str | None) -> list[tuple[list[str], str]]:
     if cxx:
         return [(shlex.split(cxx), "KPORT_CXX")]
     found = [([path], "PATH") for name in _CLANG_NAMES if (path := shutil.which(name))]
-    if importlib.util.find_spec("ziglang") is not None:
-        found.append(([sys.executable, "-m", "ziglang", "c++"], "ziglang"))
+    spec = importlib.util.find_spec("ziglang")
+    if spec is not None and spec.origin:
+        # zig itself, not `python -m ziglang`: the jail then needs no Python
+        found.append(([str(Path(spec.origin).parent / "zig"), "c++"], "ziglang"))
     return found
+
+
+def _install(command: list[str], source: str) -> tuple[tuple[Path, ...], bool, bool]:
+    """(folders the compiler needs, whether it needs /usr, whether it is zig)."""
+    binary = Path(shutil.which(command[0]) or command[0]).resolve()
+    if source == "ziglang":
+        return (binary.parent,), False, True
+    prefix = binary.parent.parent  # e.g. /opt/llvm for /opt/llvm/bin/clang++
+    inside_usr = str(binary).startswith("/usr/")
+    return (() if inside_usr else (prefix,)), True, False
 
 
 @functools.lru_cache(maxsize=8)
@@ -76,7 +99,8 @@ def find_compiler(cxx: str | None = None) -> Compiler:
     for command, source in _candidates(cxx):
         version = _clang_version(command)
         if version and int(version.split(".")[0]) >= MIN_CLANG:
-            return Compiler(tuple(command), version, source)
+            mounts, system, zig = _install(command, source)
+            return Compiler(tuple(command), version, source, mounts, system, zig)
         rejected.append(f"{shlex.join(command)} ({'clang ' + version if version else 'not clang'})")
     if cxx:
         raise CompilerNotFound(

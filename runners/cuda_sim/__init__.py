@@ -200,14 +200,21 @@ _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"[ \t]*$', re.M)
 
 
 def _inline_includes(code: str, folder: Path, filename: str,
-                     seen: frozenset = frozenset()) -> str:
+                     seen: frozenset = frozenset(), root: Path | None = None) -> str:
     """Resolve ``#include "x"`` against an ``-I`` folder (so the build cache sees the content),
-    with #line directives that keep diagnostics in the right file and line."""
+    with #line directives that keep diagnostics in the right file and line. Only files inside
+    that folder are read, never an absolute path, a ``..`` or a link that leads out of it: the
+    source is outside code, and whatever is inlined reaches the compiler's messages."""
+    root = root or folder.resolve()
+
     def repl(m: re.Match) -> str:
-        path = folder / m[1]
-        if not path.is_file() or path in seen:
+        if Path(m[1]).is_absolute():
             return m[0]
-        body = _inline_includes(path.read_text(), path.parent, m[1], seen | {path})
+        path = (folder / m[1]).resolve()
+        if not path.is_relative_to(root) or not path.is_file() or path in seen:
+            return m[0]
+        body = _inline_includes(path.read_text(errors="replace"), path.parent, m[1],
+                                seen | {path}, root)
         after = code.count("\n", 0, m.start()) + 2
         return f'#line 1 "{m[1]}"\n{body}\n#line {after} "{filename}"'
     return _INCLUDE.sub(repl, code)

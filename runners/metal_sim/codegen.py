@@ -39,7 +39,7 @@ ATTRIBUTES = (
 )
 MAX_CONSTANT_ARRAY_SIZE = 8
 
-# How each attribute is computed from the runtime's kp_thread `__kp_t` (C++ expressions).
+# How each attribute is computed from the runtime's __kp_thread `__kp_t` (C++ expressions).
 _V3 = "uint3{{{0}[0], {0}[1], {0}[2]}}"
 ATTRIBUTE_VALUES = {
     "dispatch_quadgroups_per_threadgroup": "(__kp_dispatch_threads(__kp_t) + 3) / 4",
@@ -68,9 +68,9 @@ ATTRIBUTE_VALUES = {
 
 
 # C++ the attribute expressions above rely on; every Metal TU includes it after the shim.
-ATTRIBUTE_HELPERS = """static inline uint __kp_actual_threads(const kp_thread* __kp_t) {
+ATTRIBUTE_HELPERS = """static inline uint __kp_actual_threads(const __kp_thread* __kp_t) {
   return __kp_t->tg_size[0] * __kp_t->tg_size[1] * __kp_t->tg_size[2]; }
-static inline uint __kp_dispatch_threads(const kp_thread* __kp_t) {
+static inline uint __kp_dispatch_threads(const __kp_thread* __kp_t) {
   return __kp_t->tg_dispatch[0] * __kp_t->tg_dispatch[1] * __kp_t->tg_dispatch[2]; }
 """
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from runners import srcrewrite
 from runners.dtypes import DTYPES, Tensor, dtype_name, poison, to_mx, to_tensor
-from runners.metal_sim import codegen
+from runners.metal_sim import allowlist, codegen, expanded
 from runners.settings import load_settings
 from runners.simbuild import build_kernel, kernel_tail
 from runners.simfaults import CompileError, KernelFault
@@ -59,6 +59,7 @@ def _line_directives(full: str, rewritten: str, header: str, source: str, sig_en
     return "\n".join(out)
 
 
+_CANDIDATE_FILES = {"header.metal", "source.metal"}  # the user's parts of the TU (#line names)
 _TU_HEAD = """#include <kport/rt.h>
 #include <kport/metal_stdlib.h>
 #include <kport/mlx_prelude.h>
@@ -79,7 +80,7 @@ def _entry_body(func: str, template, params: list[codegen.Param], attributes) ->
             args.append(f"({p.c_type}*){ptr}")
     args += [codegen.ATTRIBUTE_VALUES[a] for a, _ in attributes]
     call = func + (codegen.template_string(template) if template else "")
-    return f"  const kp_thread* __kp_t = kp_cur;\n  {call}({', '.join(args)});"
+    return f"  const __kp_thread* __kp_t = __kp_cur;\n  {call}({', '.join(args)});"
 
 
 def _template_values(template) -> list[tuple[str, object]]:
@@ -102,6 +103,8 @@ class MetalKernel:
         math_mode = (compile_options or {}).get("math_mode", "safe")
         if math_mode not in ("safe", "relaxed", "fast"):
             raise ValueError(f"[metal_kernel] Unknown math_mode {math_mode!r}.")
+        allowlist.check_names([name], "name")
+        allowlist.check_names(list(input_names) + list(output_names), "input/output name")
         self.name, self.source, self.header = name, source, header
         self.input_names, self.output_names = list(input_names), list(output_names)
         self.ensure_row_contiguous = ensure_row_contiguous
@@ -114,16 +117,45 @@ class MetalKernel:
                                          self.atomic_outputs)
         return func, text, params
 
-    def _translation_unit(self, func: str, text: str, params, template) -> str:
-        sig_end = text.rindex(self.source + "\n}\n") if self.source else len(text) - 3
+    def _translation_units(self, inputs, out_types, template) -> tuple[str, str]:
+        """(the TU to compile, the TU the allow-list vets: the candidate's text as written,
+        before the simulator's rewrites, its header ended by a newline so that no line holds
+        both the header and MLX's signature), both with `#include <metal_*>` lines blanked."""
+        header, source = allowlist.blank_includes(self.header), allowlist.blank_includes(
+            self.source)
+        func = codegen.kernel_name(self.name, template, inputs, out_types)
+
+        def generate(header: str) -> tuple[str, list, int]:
+            text, params = codegen.signature(func, header, source, self.input_names, inputs,
+                                             self.output_names, out_types, template,
+                                             self.atomic_outputs)
+            return text, params, text.rindex(source + "\n}\n") if source else len(text) - 3
+
+        text, params, sig_end = generate(header)
         rewritten = srcrewrite.rewrite_group_storage(text, "threadgroup")
         rewritten = srcrewrite.strip_address_spaces(rewritten)
         rewritten = srcrewrite.rewrite_metal_constructors(rewritten)
-        body = _line_directives(text, rewritten, self.header, self.source, sig_end)
+        body = _line_directives(text, rewritten, header, source, sig_end)
         attributes = codegen.used_attributes(self.source)
-        return (_TU_HEAD + codegen.ATTRIBUTE_HELPERS + body + "\n"
-                + kernel_tail("metal", bool(_SYNC.search(self.header + self.source)), "",
-                              _entry_body(func, template, params, attributes)))
+        # the candidate's macros end with its text: kport's entry code below must not see them
+        undefs = "".join(f"#undef {n}\n" for n in allowlist.macro_names(header + "\n" + source))
+        tu = (_TU_HEAD + codegen.ATTRIBUTE_HELPERS + body + "\n" + undefs
+              + kernel_tail("metal", bool(_SYNC.search(self.header + self.source)), "",
+                            _entry_body(func, template, params, attributes)))
+        vet_header = header + "\n" if header and not header.endswith("\n") else header
+        text, _, sig_end = generate(vet_header)
+        return tu, _TU_HEAD + _line_directives(text, text, vet_header, source, sig_end) + "\n"
+
+    def _source_problems(self) -> list:
+        found = (allowlist.source_problems(self.header, "header.metal")
+                 + allowlist.source_problems(self.source, "source.metal"))
+        if self.header and not self.header.endswith("\n") and allowlist.ends_in_directive(
+                self.header):
+            found.append(allowlist.Problem(
+                "header.metal", self.header.count("\n") + 1, "directive", "the header ends "
+                "inside a #-line with no newline: MLX writes the kernel's signature right "
+                "after it, into the directive; end the header with a newline"))
+        return found
 
     def launch(self, *, inputs, output_shapes, output_dtypes, grid, threadgroup, template=None,
                init_value=None, verbose=False, stream=None) -> SimRun:
@@ -156,9 +188,13 @@ class MetalKernel:
             if nbytes > MAX_LAUNCH_BYTES:
                 raise ValueError(f"[metal_kernel] output `{name}` of shape {tuple(shape)} needs "
                                  f"{nbytes} bytes, over the simulator's {MAX_LAUNCH_BYTES}")
+        problems = self._source_problems()
+        if problems:  # refused before anything is compiled
+            return SimRun(False, diagnostics=[p.diagnostic() for p in problems], source=shown)
         settings = load_settings()
-        tu = self._translation_unit(func, text, params, template)
-        build = build_kernel(tu, checked=settings.sim_checks == "full", settings=settings)
+        tu, vetted = self._translation_units(tensors, out_types, template)
+        build = build_kernel(tu, checked=settings.sim_checks == "full", settings=settings,
+                             vetting=expanded.vetting(_CANDIDATE_FILES, "source.metal", vetted))
         if not build.ok:
             return SimRun(False, diagnostics=build.diagnostics, source=shown, build=build)
         outputs = [poison(tuple(s), n, init_value) for s, n in zip(output_shapes, out_names,

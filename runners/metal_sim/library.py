@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from runners import srcrewrite
+from runners.metal_sim import allowlist, expanded
 from runners.metal_sim.codegen import ATTRIBUTE_HELPERS, ATTRIBUTE_VALUES, ATTRIBUTES
 from runners.metal_sim.kernel import _SYNC, THREADGROUP_MEMORY
 from runners.settings import load_settings
@@ -25,6 +27,7 @@ from runners.simbuild import build_kernel, kernel_tail
 from runners.simhost import BufferArg, LaunchSpec, SimRecord, launch_dims, run_launch
 
 _ATTR_TYPES = dict(ATTRIBUTES)
+_HEAD = "#include <kport/rt.h>\n#include <kport/metal_stdlib.h>\n"
 _INSTANTIATION = re.compile(
     r"template\s*\[\[\s*host_name\(\s*\"(?P<host>[^\"]+)\"\s*\)\s*\]\]\s*(?:\[\[\s*kernel\s*\]\]\s*)?"
     r"(?:kernel\s+)?(?:decltype\((?P<decl>[^;]*?)\)|void)\s+(?P<inst>[\w:]+<[^;]*>)\s*(?:\([^;]*\))?\s*;")
@@ -83,7 +86,7 @@ def _attribute_value(p: Param) -> str:
     if lanes == "1":
         return f"({base})({v}.x)"
     comps = ", ".join(f"{v}.{c}" for c in "xyz"[: int(lanes)])
-    return f"kp::make<{base}>({comps})"
+    return f"__kp::make<{base}>({comps})"
 
 
 class MetalFunction:
@@ -103,14 +106,14 @@ class MetalFunction:
                 args.append(f"*(__remove_reference_t({arg})*){ptr}" if p.type.endswith("&")
                             else f"({arg}){ptr}")
             elif p.attribute.startswith("threadgroup("):
-                args.append(f"({arg})kp_dyn_smem()")
+                args.append(f"({arg})__kp_dyn_smem()")
             else:
                 args.append(_attribute_value(p))
         preamble = ("template <class F> struct __kp_fn;\n"
                     "template <class R, class... A> struct __kp_fn<R (*)(A...)> {\n"
                     "  template <unsigned I> using arg = __type_pack_element<I, A...>; };\n"
                     f"using __kp_F = __kp_fn<decltype(&{self.call})>;\n")
-        body = f"  const kp_thread* __kp_t = kp_cur;\n  {self.call}({', '.join(args)});"
+        body = f"  const __kp_thread* __kp_t = __kp_cur;\n  {self.call}({', '.join(args)});"
         return kernel_tail("metal", bool(_SYNC.search(self.library.source)), preamble, body)
 
     def launch(self, buffers: dict[int, object], *, grid=None, threadgroup=(1, 1, 1),
@@ -138,10 +141,15 @@ class MetalFunction:
             args.append(BufferArg(p.name, array.reshape(-1), "inout" if writable else "in"))
             if writable:
                 arrays[p.name] = value
+        problems = allowlist.source_problems(self.library.source, self.library.filename)
+        if problems:  # refused before anything is compiled
+            return MetalRun(False, diagnostics=[p.diagnostic() for p in problems])
         settings = load_settings()
         checked = settings.sim_checks == "full"
-        build = build_kernel(self.library.translation_unit() + self._entry(), checked=checked,
-                             settings=settings)
+        lib = self.library
+        build = build_kernel(lib.translation_unit() + self._entry(), checked=checked,
+                             settings=settings, vetting=expanded.vetting(
+                                 {lib.filename}, lib.filename, lib.vetted_unit()))
         if not build.ok:
             return MetalRun(False, diagnostics=build.diagnostics, build=build)
         spec = LaunchSpec(groups=groups, threadgroup=tg, grid_threads=threads,
@@ -160,7 +168,10 @@ class MetalLibrary:
     """A .metal source file, compiled on demand; ``function(name)`` picks a kernel."""
 
     def __init__(self, source: str, filename: str = "kernel.metal"):
-        self.source, self.filename = source, filename
+        # the name goes into #line: a plain file name, never one of kport's own paths
+        name = Path(filename).name
+        self.source = source
+        self.filename = name if re.fullmatch(r"[\w.-]+\.metal", name) else "kernel.metal"
         self.instantiations = {m["host"]: m["inst"] for m in _INSTANTIATION.finditer(source)}
 
     def function(self, name: str) -> MetalFunction:
@@ -170,13 +181,21 @@ class MetalLibrary:
         return MetalFunction(self, name, call, _find_kernel(toks, base))
 
     def translation_unit(self) -> str:
+        """The C++ the simulator compiles (the entry follows it); the source's macros end
+        with it."""
         # Explicit instantiations are dropped: the entry's call instantiates what it needs.
+        code = allowlist.blank_includes(self.source)
         code = _INSTANTIATION.sub(lambda m: " " * len(m[0].split("\n")[0]) + "\n" * m[0].count(
-            "\n"), self.source)
+            "\n"), code)
         code = srcrewrite.rewrite_group_storage(code, "threadgroup")
         code = srcrewrite.strip_address_spaces(code)
         code = srcrewrite.rewrite_metal_constructors(code)
         code = re.sub(r"\bkernel\b(?=\s+void)", "      ", code)
-        code = re.sub(r"#\s*include\s*<metal_\w+>", "", code)
-        return ("#include <kport/rt.h>\n#include <kport/metal_stdlib.h>\n"
-                + ATTRIBUTE_HELPERS + f'#line 1 "{self.filename}"\n{code}\n')
+        undefs = "".join(f"#undef {n}\n" for n in allowlist.macro_names(self.source))
+        return (_HEAD + ATTRIBUTE_HELPERS + f'#line 1 "{self.filename}"\n{code}\n'
+                + '#line 1 "kport-entry"\n' + undefs)
+
+    def vetted_unit(self) -> str:
+        """The source as written, for the allow-list's preprocessed pass."""
+        return (_HEAD + f'#line 1 "{self.filename}"\n'
+                + allowlist.blank_includes(self.source) + "\n")

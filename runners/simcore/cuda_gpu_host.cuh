@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-namespace kp_gpu {
+namespace __kp_gpu {
 
 struct Arg {
   std::string name, path, mode;
@@ -129,4 +129,4 @@ static int host_main(int argc, char** argv, F kernel) {
   return 0;
 }
 
-}  // namespace kp_gpu
+}  // namespace __kp_gpu

@@ -32,10 +32,10 @@ REJECTED = {
     "huge_allocation": "threadgroup memory",                           # 14
     "out_of_bounds": "out_of_bounds",                                  # 15
     "race": "race",                                                    # 16
-    "escape": "static no_extern",                                      # 19
-    "static_state": "static no_static_state",                          # 6, 21
-    "spoof_channel": "static no_host_calls",                           # 20
-    "timer_tamper": "static no_host_calls",                            # 9
+    "escape": "static keyword",                                        # 19
+    "static_state": "[storage]",                                       # 6, 21
+    "spoof_channel": "undeclared identifier 'printf'",                 # 20
+    "timer_tamper": "incomplete type 'struct timespec'",              # 9
     "reads_foreign_memory": "simulator",                               # 4
 }
 

@@ -251,36 +251,41 @@ def test_drop_in_raises_kernel_fault_with_findings():
 
 @pytest.mark.skipif(not __import__("sys").platform.startswith("linux"),
                     reason="PR_SET_PDEATHSIG is Linux's; elsewhere children are not tied")
-def test_a_killed_kport_leaves_no_simulated_kernel_running(tmp_path):
-    """The child of a launch is started with the simulator's own limits; SIGKILL the parent
-    (as a crash would) and the child must die with it, not run on as an orphan."""
+def test_a_killed_kport_leaves_no_jailed_process_running(tmp_path):
+    """A jailed command (as a launch or a compile is) must die with kport: SIGKILL the parent,
+    as a crash would, and the jailed process must not run on as an orphan."""
     import os
+    import random
     import signal
     import subprocess
     import sys
     import time
     from pathlib import Path
 
+    marker = f"120.{random.randrange(10**6, 10**7)}"  # `sleep 120.1234567`: found in /proc
     parent = subprocess.Popen([sys.executable, "-c", (
-        "import subprocess, sys, time\n"
-        "from runners.simhost import _limits\n"
-        "child = subprocess.Popen(['sleep', '120'], preexec_fn=_limits(1 << 32, 1 << 20, 200))\n"
-        "print(child.pid, flush=True)\n"
-        "time.sleep(120)\n")], stdout=subprocess.PIPE, text=True,
-        cwd=Path(__file__).parents[2])
-    child = int(parent.stdout.readline())
+        "from runners.sandbox import Jail\n"
+        f"Jail().run(['sleep', '{marker}'], timeout=200)\n")], cwd=Path(__file__).parents[2])
+
+    def sleepers() -> list[int]:
+        found = []
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and marker in (entry / "cmdline").read_text():
+                    stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                    if stat[0] != "Z":
+                        found.append(int(entry.name))
+            except OSError:
+                continue
+        return found
+
+    end = time.monotonic() + 20
+    while not sleepers():
+        assert time.monotonic() < end, "the jailed command never started"
+        time.sleep(0.05)
     os.kill(parent.pid, signal.SIGKILL)
     parent.wait()
     end = time.monotonic() + 5
-    while True:
-        try:
-            os.kill(child, 0)
-        except ProcessLookupError:
-            break  # gone
-        try:
-            if Path(f"/proc/{child}/stat").read_text().split()[2] == "Z":
-                break  # dead, waiting to be reaped
-        except FileNotFoundError:
-            break
-        assert time.monotonic() < end, "the child outlived its killed parent"
+    while sleepers():
+        assert time.monotonic() < end, "the jailed process outlived its killed parent"
         time.sleep(0.05)

@@ -24,12 +24,12 @@ def test_lines_are_preserved_by_every_rewrite():
     out = rewrite_metal_constructors(strip_address_spaces(rewrite_group_storage(METAL,
                                                                                 "threadgroup")))
     assert out.count("\n") == METAL.count("\n")
-    assert out.splitlines()[7].strip() == "float3 w = kp::make<float3>(v.xyz);"
+    assert out.splitlines()[7].strip() == "float3 w = __kp::make<float3>(v.xyz);"
 
 
 def test_threadgroup_storage_but_not_pointers_comments_or_strings():
     out = rewrite_group_storage(METAL, "threadgroup")
-    assert 'kp_tg_alloc(&__kp_site_s, sizeof(__kp_T_s)' in out
+    assert '__kp_tg_alloc(&__kp_site_s, sizeof(__kp_T_s)' in out
     assert "using __kp_T_s = float[64][65];" in out
     assert "// threadgroup float fake[3];" in out
     assert '"threadgroup float nope[2];"' in out
@@ -39,8 +39,8 @@ def test_threadgroup_storage_but_not_pointers_comments_or_strings():
 
 def test_constructors_and_casts():
     out = rewrite_metal_constructors(METAL)
-    assert "kp::make<float4>(a[0], 1.0f," in out
-    assert "kp::convert<half4>(v) + kp::convert<half4>(v)" in out
+    assert "__kp::make<float4>(a[0], 1.0f," in out
+    assert "__kp::convert<half4>(v) + __kp::convert<half4>(v)" in out
 
 
 def test_address_spaces_vanish_from_types():
@@ -57,10 +57,10 @@ __global__ void f(float* x) {
 }"""
     out = rewrite_group_storage(cu, "__shared__")
     assert "static __thread unsigned char* smem;" in out
-    assert "kp_register_dyn_smem" in out
+    assert "__kp_register_dyn_smem" in out
     assert "using __kp_T_tile = float[32][33];" in out
     assert "using __kp_T_flag = int;" in out
-    assert "float* dyn = reinterpret_cast<float*>(kp_dyn_smem());" in out
+    assert "float* dyn = reinterpret_cast<float*>(__kp_dyn_smem());" in out
 
 
 @pytest.mark.parametrize("decl, why", [

@@ -7,7 +7,7 @@
 
 #include "runtime.h"
 
-namespace kp {
+namespace __kp {
 
 static uintptr_t g_span_lo = ~(uintptr_t)0, g_span_hi = 0;
 
@@ -31,8 +31,8 @@ static void report_buffer_oob(const Arg* b, uintptr_t a, bool write, void* pc, u
   char msg[256];
   snprintf(msg, sizeof msg, "out-of-bounds %s of buffer '%s' at element %lld (valid 0..%zu)",
            write ? "write" : "read", b->name.c_str(), index, b->bytes / b->elem_size - 1);
-  const kp_thread* where = t_worker && t_worker->running ? &t_worker->running->pos : nullptr;
-  add_finding(KP_F_OOB, line, msg, where, pc);
+  const __kp_thread* where = t_worker && t_worker->running ? &t_worker->running->pos : nullptr;
+  add_finding(__KP_F_OOB, line, msg, where, pc);
 }
 
 static const TgVar* tg_var_at(const Worker* w, size_t off, const TgVar** before) {
@@ -48,15 +48,15 @@ static const TgVar* tg_var_at(const Worker* w, size_t off, const TgVar** before)
 // group, separates them.
 static bool conflicts(const Worker* w, uint32_t me, uint16_t other, uint32_t other_simd_epoch) {
   if (other == 0xFFFF) return true;
-  uint32_t s = me / KP_SIMD_WIDTH;
-  if ((uint32_t)(other - 1) / KP_SIMD_WIDTH != s) return true;
+  uint32_t s = me / __KP_SIMD_WIDTH;
+  if ((uint32_t)(other - 1) / __KP_SIMD_WIDTH != s) return true;
   return w->simd_epoch[s] == other_simd_epoch;
 }
 
 static void tg_access(Worker* w, size_t off, size_t n, bool write, void* pc, unsigned line) {
   const TgVar* before;
   const TgVar* var = tg_var_at(w, off, &before);
-  const kp_thread* where = &w->running->pos;
+  const __kp_thread* where = &w->running->pos;
   char msg[320];
   if (!var) {
     if (before)
@@ -66,12 +66,12 @@ static void tg_access(Worker* w, size_t off, size_t n, bool write, void* pc, uns
     else
       snprintf(msg, sizeof msg, "out-of-bounds %s before the first threadgroup variable",
                write ? "write" : "read");
-    add_finding(KP_F_OOB, line, msg, where, pc);  // line 0: the access (pc) locates it
+    add_finding(__KP_F_OOB, line, msg, where, pc);  // line 0: the access (pc) locates it
     return;
   }
   uint32_t me = w->running->pos.linear;
   uint16_t me1 = (uint16_t)(me + 1);
-  uint32_t se = w->simd_epoch[me / KP_SIMD_WIDTH];
+  uint32_t se = w->simd_epoch[me / __KP_SIMD_WIDTH];
   for (size_t i = 0; i < n && off + i < w->tg_capacity; i++) {
     Shadow& sh = w->shadow[off + i];
     const char* kind = nullptr;
@@ -90,7 +90,7 @@ static void tg_access(Worker* w, size_t off, size_t n, bool write, void* pc, uns
       if (sh.w_group != w->group_serial) {
         snprintf(msg, sizeof msg, "read of threadgroup variable '%s' at byte %zu before any thread "
                  "of the group wrote it", var->name.c_str(), off + i - var->offset);
-        add_finding(KP_F_UNINIT, line, msg, where, pc);
+        add_finding(__KP_F_UNINIT, line, msg, where, pc);
         break;
       }
       if (sh.w_epoch == w->epoch && sh.w_thread != me1 && conflicts(w, me, sh.w_thread, sh.w_simd_epoch))
@@ -111,7 +111,7 @@ static void tg_access(Worker* w, size_t off, size_t n, bool write, void* pc, uns
         snprintf(who, sizeof who, kind, other, me);
       snprintf(msg, sizeof msg, "race on threadgroup variable '%s' byte %zu: %s with no barrier "
                "between", var->name.c_str(), off + i - var->offset, who);
-      add_finding(KP_F_RACE, line, msg, where, pc);
+      add_finding(__KP_F_RACE, line, msg, where, pc);
       break;
     }
   }
@@ -129,7 +129,7 @@ static inline void on_access(void* p, size_t n, bool write, void* pc, unsigned l
       snprintf(msg, sizeof msg, "out-of-bounds %s of dynamic shared memory at byte %zu (%zu bytes "
                "requested at launch)", write ? "write" : "read",
                (size_t)(a - (uintptr_t)w->dyn_smem), g_launch.dyn_smem);
-      add_finding(KP_F_OOB, line, msg, &w->running->pos, pc);
+      add_finding(__KP_F_OOB, line, msg, &w->running->pos, pc);
     }
     return;
   }
@@ -143,7 +143,7 @@ static inline void on_access(void* p, size_t n, bool write, void* pc, unsigned l
     snprintf(msg, sizeof msg, "write to input buffer '%s' at element %lld: inputs are const; "
              "a kernel must not mutate them", b->name.c_str(),
              ((long long)a - (long long)(uintptr_t)b->data) / (long long)b->elem_size);
-    add_finding(KP_F_INVALID, line, msg, t_worker && t_worker->running ?
+    add_finding(__KP_F_INVALID, line, msg, t_worker && t_worker->running ?
                 &t_worker->running->pos : nullptr, pc);
   }
 }
@@ -158,32 +158,32 @@ static inline void check_aligned(void* p, size_t n, void* pc) {
   snprintf(msg, sizeof msg, "misaligned %zu-byte access at address 0x%lx%s%s%s (a GPU faults "
            "with 'misaligned address')", n, (unsigned long)a, b ? " in buffer '" : "",
            b ? b->name.c_str() : "", b ? "'" : "");
-  add_finding(KP_F_INVALID, 0, msg, &w->running->pos, pc);
+  add_finding(__KP_F_INVALID, 0, msg, &w->running->pos, pc);
 }
 
-}  // namespace kp
+}  // namespace __kp
 
-using kp::check_aligned;
-using kp::on_access;
-#define KP_PC __builtin_return_address(0)
+using __kp::check_aligned;
+using __kp::on_access;
+#define __KP_PC __builtin_return_address(0)
 
 extern "C" {
 // `line`, when nonzero, is the caller's line (atomics of the shims); otherwise the return address
 // locates the access.
-void kp_check_access(const void* addr, size_t size, int is_write, unsigned line) {
-  kp::Worker* w = kp::t_worker;
-  if (!kp::g_launch.checked || !w || !w->running) return;
+void __kp_check_access(const void* addr, size_t size, int is_write, unsigned line) {
+  __kp::Worker* w = __kp::t_worker;
+  if (!__kp::g_launch.checked || !w || !w->running) return;
   uintptr_t a = (uintptr_t)addr, tg = (uintptr_t)w->tg_arena;
   if (a - tg < w->tg_capacity) {
     // Atomics: bounds only; mark the bytes as written so later plain reads are not "uninitialised".
-    const kp::TgVar* before;
-    if (!kp::tg_var_at(w, a - tg, &before))
-      return on_access((void*)addr, size, is_write, KP_PC, line);
+    const __kp::TgVar* before;
+    if (!__kp::tg_var_at(w, a - tg, &before))
+      return on_access((void*)addr, size, is_write, __KP_PC, line);
     if (is_write)
       for (size_t i = 0; i < size; i++) w->shadow[a - tg + i].w_group = w->group_serial;
     return;
   }
-  on_access((void*)addr, size, is_write, KP_PC, line);
+  on_access((void*)addr, size, is_write, __KP_PC, line);
 }
 
 void __tsan_init() {}
@@ -193,36 +193,36 @@ void __tsan_ignore_thread_begin() {}
 void __tsan_ignore_thread_end() {}
 // The aligned hooks are called where the compiler assumed N-byte alignment from the type (a
 // float4 load, say): on a GPU a misaligned address there faults, so it is reported.
-#define KP_HOOKS(N)                                                                         \
-  void __tsan_read##N(void* p) { check_aligned(p, N, KP_PC); on_access(p, N, false, KP_PC); } \
-  void __tsan_write##N(void* p) { check_aligned(p, N, KP_PC); on_access(p, N, true, KP_PC); } \
-  void __tsan_unaligned_read##N(void* p) { on_access(p, N, false, KP_PC); }               \
-  void __tsan_unaligned_write##N(void* p) { on_access(p, N, true, KP_PC); }               \
-  void __tsan_volatile_read##N(void* p) { on_access(p, N, false, KP_PC); }                \
-  void __tsan_volatile_write##N(void* p) { on_access(p, N, true, KP_PC); }                \
-  void __tsan_unaligned_volatile_read##N(void* p) { on_access(p, N, false, KP_PC); }      \
-  void __tsan_unaligned_volatile_write##N(void* p) { on_access(p, N, true, KP_PC); }
-KP_HOOKS(1)
-KP_HOOKS(2)
-KP_HOOKS(4)
-KP_HOOKS(8)
-KP_HOOKS(16)
-void __tsan_read_range(void* p, unsigned long n) { on_access(p, n, false, KP_PC); }
-void __tsan_write_range(void* p, unsigned long n) { on_access(p, n, true, KP_PC); }
+#define __KP_HOOKS(N)                                                                         \
+  void __tsan_read##N(void* p) { check_aligned(p, N, __KP_PC); on_access(p, N, false, __KP_PC); } \
+  void __tsan_write##N(void* p) { check_aligned(p, N, __KP_PC); on_access(p, N, true, __KP_PC); } \
+  void __tsan_unaligned_read##N(void* p) { on_access(p, N, false, __KP_PC); }               \
+  void __tsan_unaligned_write##N(void* p) { on_access(p, N, true, __KP_PC); }               \
+  void __tsan_volatile_read##N(void* p) { on_access(p, N, false, __KP_PC); }                \
+  void __tsan_volatile_write##N(void* p) { on_access(p, N, true, __KP_PC); }                \
+  void __tsan_unaligned_volatile_read##N(void* p) { on_access(p, N, false, __KP_PC); }      \
+  void __tsan_unaligned_volatile_write##N(void* p) { on_access(p, N, true, __KP_PC); }
+__KP_HOOKS(1)
+__KP_HOOKS(2)
+__KP_HOOKS(4)
+__KP_HOOKS(8)
+__KP_HOOKS(16)
+void __tsan_read_range(void* p, unsigned long n) { on_access(p, n, false, __KP_PC); }
+void __tsan_write_range(void* p, unsigned long n) { on_access(p, n, true, __KP_PC); }
 void __tsan_vptr_read(void**) {}
 void __tsan_vptr_update(void**, void*) {}
 void* __tsan_memcpy(void* d, const void* s, unsigned long n) {
-  on_access((void*)s, n, false, KP_PC);
-  on_access(d, n, true, KP_PC);
+  on_access((void*)s, n, false, __KP_PC);
+  on_access(d, n, true, __KP_PC);
   return memcpy(d, s, n);
 }
 void* __tsan_memmove(void* d, const void* s, unsigned long n) {
-  on_access((void*)s, n, false, KP_PC);
-  on_access(d, n, true, KP_PC);
+  on_access((void*)s, n, false, __KP_PC);
+  on_access(d, n, true, __KP_PC);
   return memmove(d, s, n);
 }
 void* __tsan_memset(void* d, int c, unsigned long n) {
-  on_access(d, n, true, KP_PC);
+  on_access(d, n, true, __KP_PC);
   return memset(d, c, n);
 }
 }

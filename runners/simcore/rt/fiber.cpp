@@ -6,25 +6,25 @@
 #include <stdlib.h>
 
 #if defined(__APPLE__)
-#define KP_SYM(x) "_" #x
+#define __KP_SYM(x) "_" #x
 #else
-#define KP_SYM(x) #x
+#define __KP_SYM(x) #x
 #endif
 
 #if defined(__x86_64__) && !defined(_WIN32)
-#define KP_ASM_SWITCH 1
-// kp_switch(void** save_sp, void* new_sp): push callee-saved regs, swap stacks. The FP control
+#define __KP_ASM_SWITCH 1
+// __kp_switch(void** save_sp, void* new_sp): push callee-saved regs, swap stacks. The FP control
 // registers (mxcsr, x87 cw) are not switched: kernels never change them, and ldmxcsr/fldcw
 // cost more than the rest of the switch.
-asm(".text\n.globl " KP_SYM(kp_switch) "\n" KP_SYM(kp_switch) ":\n"
+asm(".text\n.globl " __KP_SYM(__kp_switch) "\n" __KP_SYM(__kp_switch) ":\n"
     "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
     "  movq %rsp, (%rdi)\n  movq %rsi, %rsp\n"
     "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n  ret\n"
-    ".globl " KP_SYM(kp_fiber_trampoline) "\n" KP_SYM(kp_fiber_trampoline) ":\n"
+    ".globl " __KP_SYM(__kp_fiber_trampoline) "\n" __KP_SYM(__kp_fiber_trampoline) ":\n"
     "  movq %r12, %rdi\n  callq *%r13\n  ud2\n");
 #elif defined(__aarch64__)
-#define KP_ASM_SWITCH 1
-asm(".text\n.globl " KP_SYM(kp_switch) "\n.p2align 2\n" KP_SYM(kp_switch) ":\n"
+#define __KP_ASM_SWITCH 1
+asm(".text\n.globl " __KP_SYM(__kp_switch) "\n.p2align 2\n" __KP_SYM(__kp_switch) ":\n"
     "  sub sp, sp, #176\n"
     "  stp x19, x20, [sp, #0]\n  stp x21, x22, [sp, #16]\n  stp x23, x24, [sp, #32]\n"
     "  stp x25, x26, [sp, #48]\n  stp x27, x28, [sp, #64]\n  stp x29, x30, [sp, #80]\n"
@@ -36,23 +36,23 @@ asm(".text\n.globl " KP_SYM(kp_switch) "\n.p2align 2\n" KP_SYM(kp_switch) ":\n"
     "  ldp d8, d9, [sp, #96]\n  ldp d10, d11, [sp, #112]\n  ldp d12, d13, [sp, #128]\n"
     "  ldp d14, d15, [sp, #144]\n"
     "  add sp, sp, #176\n  ret\n"
-    ".globl " KP_SYM(kp_fiber_trampoline) "\n.p2align 2\n" KP_SYM(kp_fiber_trampoline) ":\n"
+    ".globl " __KP_SYM(__kp_fiber_trampoline) "\n.p2align 2\n" __KP_SYM(__kp_fiber_trampoline) ":\n"
     "  mov x0, x19\n  blr x20\n  brk #0\n");
 #else
 #include <ucontext.h>
 #endif
 
-namespace kp {
+namespace __kp {
 
-#ifdef KP_ASM_SWITCH
-extern "C" void kp_switch(void** save_sp, void* new_sp);
-extern "C" void kp_fiber_trampoline();
+#ifdef __KP_ASM_SWITCH
+extern "C" void __kp_switch(void** save_sp, void* new_sp);
+extern "C" void __kp_fiber_trampoline();
 
 void fiber_init(Fiber* f, void (*fn)(void*), void* arg) {
   uintptr_t top = ((uintptr_t)(f->stack_lo + f->stack_size)) & ~(uintptr_t)15;
   uint64_t* sp;
 #if defined(__x86_64__)
-  // Frame popped by kp_switch: [r15][r14][r13][r12][rbx][rbp][ret]; after `ret` the stack
+  // Frame popped by __kp_switch: [r15][r14][r13][r12][rbx][rbp][ret]; after `ret` the stack
   // pointer is 16-byte aligned, so the trampoline's call sees the ABI alignment.
   sp = (uint64_t*)(top - 8 - 6 * 8);
   sp[0] = 0;                  // r15
@@ -61,18 +61,18 @@ void fiber_init(Fiber* f, void (*fn)(void*), void* arg) {
   sp[3] = (uint64_t)arg;      // r12
   sp[4] = 0;                  // rbx
   sp[5] = 0;                  // rbp
-  sp[6] = (uint64_t)&kp_fiber_trampoline;
+  sp[6] = (uint64_t)&__kp_fiber_trampoline;
 #else
   sp = (uint64_t*)(top - 176);
   for (int i = 0; i < 22; i++) sp[i] = 0;
   sp[0] = (uint64_t)arg;                    // x19
   sp[1] = (uint64_t)fn;                     // x20
-  sp[11] = (uint64_t)&kp_fiber_trampoline;  // x30
+  sp[11] = (uint64_t)&__kp_fiber_trampoline;  // x30
 #endif
   f->sp = sp;
 }
 
-void fiber_switch(Fiber* from, Fiber* to) { kp_switch(&from->sp, to->sp); }
+void fiber_switch(Fiber* from, Fiber* to) { __kp_switch(&from->sp, to->sp); }
 
 #else  // ucontext fallback
 
@@ -92,4 +92,4 @@ void fiber_switch(Fiber* from, Fiber* to) {
 }
 #endif
 
-}  // namespace kp
+}  // namespace __kp

@@ -4,7 +4,7 @@
 #pragma once
 #include <stddef.h>
 
-namespace kp {
+namespace __kp {
 
 struct Fiber {
   void* sp = nullptr;         // saved stack pointer while suspended
@@ -18,4 +18,4 @@ void fiber_init(Fiber* f, void (*fn)(void*), void* arg);
 // Save the current context into `from` and resume `to`.
 void fiber_switch(Fiber* from, Fiber* to);
 
-}  // namespace kp
+}  // namespace __kp

@@ -5,8 +5,12 @@
 // Request file (one item per line; written by runners/simhost.py):
 //   kernel PATH | groups X Y Z | tg X Y Z | grid X Y Z | nonuniform 0|1 | tg_mem BYTES
 //   dyn_smem BYTES | threads N | checked 0|1 | stack BYTES | result PATH | printf PATH
+//   lockdown required|optional
 //   buffer NAME ELEM_SIZE BYTES in|out|inout PATH      scalar NAME HEXBYTES
+// Every file is opened before the lockdown (lockdown.cpp); the kernel library is loaded after it.
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,9 +25,10 @@
 #include <string>
 #include <thread>
 
+#include "lockdown.h"
 #include "runtime.h"
 
-namespace kp {
+namespace __kp {
 
 Launch g_launch;
 __thread Worker* t_worker = nullptr;
@@ -32,7 +37,7 @@ struct Finding {
   int kind;
   unsigned line;
   std::string message;
-  kp_thread where;
+  __kp_thread where;
   bool has_where;
   uintptr_t pc_offset;  // in the kernel library, 0 when unknown
   unsigned count;
@@ -49,13 +54,14 @@ static double g_t0, g_kernel_s = 0;
 
 static const char* kind_name(int kind) {
   switch (kind) {
-    case KP_F_DIVERGENCE: return "divergence";
-    case KP_F_OOB: return "out_of_bounds";
-    case KP_F_RACE: return "race";
-    case KP_F_INVALID: return "invalid";
-    case KP_F_UNSUPPORTED: return "unsupported";
-    case KP_F_LIMIT: return "limit";
-    case KP_F_UNINIT: return "uninitialized";
+    case __KP_F_DIVERGENCE: return "divergence";
+    case __KP_F_OOB: return "out_of_bounds";
+    case __KP_F_RACE: return "race";
+    case __KP_F_INVALID: return "invalid";
+    case __KP_F_UNSUPPORTED: return "unsupported";
+    case __KP_F_LIMIT: return "limit";
+    case __KP_F_UNINIT: return "uninitialized";
+    case __KP_F_SANDBOX: return "sandbox";
     default: return "crash";
   }
 }
@@ -65,7 +71,7 @@ static uintptr_t pc_offset(void* pc) {
   return pc && g_lib_base && p > g_lib_base ? p - g_lib_base : 0;
 }
 
-void add_finding(int kind, unsigned line, const char* msg, const kp_thread* where, void* pc) {
+void add_finding(int kind, unsigned line, const char* msg, const __kp_thread* where, void* pc) {
   std::lock_guard<std::mutex> lock(g_mutex);
   uintptr_t off = pc_offset(pc);
   for (Finding& f : g_findings)
@@ -80,24 +86,30 @@ void add_finding(int kind, unsigned line, const char* msg, const kp_thread* wher
   g_findings.push_back(f);
 }
 
-static void json_string(FILE* out, const std::string& s) {
-  fputc('"', out);
+static void json_string(std::string& out, const std::string& s) {
+  out += '"';
+  char esc[8];
   for (unsigned char c : s) {
-    if (c == '"' || c == '\\') fprintf(out, "\\%c", c);
-    else if (c < 0x20 || c >= 0x7F) fprintf(out, "\\u%04x", c);
-    else fputc(c, out);
+    if (c == '"' || c == '\\') out += '\\', out += (char)c;
+    else if (c < 0x20 || c >= 0x7F) snprintf(esc, sizeof esc, "\\u%04x", c), out += esc;
+    else out += (char)c;
   }
-  fputc('"', out);
+  out += '"';
 }
 
-static void write_finding(FILE* out, const Finding& f) {
-  fprintf(out, "{\"kind\": \"%s\", \"line\": %u, \"count\": %u, \"pc_offset\": %lu, \"message\": ",
-          kind_name(f.kind), f.line, f.count, (unsigned long)f.pc_offset);
+static void write_finding(std::string& out, const Finding& f) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "{\"kind\": \"%s\", \"line\": %u, \"count\": %u, \"pc_offset\": %lu, "
+           "\"message\": ", kind_name(f.kind), f.line, f.count, (unsigned long)f.pc_offset);
+  out += buf;
   json_string(out, f.message);
-  if (f.has_where)
-    fprintf(out, ", \"thread\": [%u, %u, %u], \"group\": [%u, %u, %u]", f.where.tid[0],
-            f.where.tid[1], f.where.tid[2], f.where.gid[0], f.where.gid[1], f.where.gid[2]);
-  fputc('}', out);
+  if (f.has_where) {
+    snprintf(buf, sizeof buf, ", \"thread\": [%u, %u, %u], \"group\": [%u, %u, %u]",
+             f.where.tid[0], f.where.tid[1], f.where.tid[2], f.where.gid[0], f.where.gid[1],
+             f.where.gid[2]);
+    out += buf;
+  }
+  out += '}';
 }
 
 static double now() {
@@ -106,30 +118,46 @@ static double now() {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-// The result file is the only verdict channel; the parent never trusts the child's stdout.
-static void write_result(const char* status, const Finding* fatal) {
-  FILE* out = fopen(g_launch.result_path.c_str(), "w");
-  if (!out) _exit(70);
-  fprintf(out, "{\"status\": \"%s\", \"wall_s\": %.6f, \"kernel_s\": %.6f, "
-          "\"printf_truncated\": %s,\n \"fatal\": ", status, now() - g_t0, g_kernel_s,
-          g_printf_truncated ? "true" : "false");
-  if (fatal) write_finding(out, *fatal);
-  else fputs("null", out);
-  fputs(",\n \"findings\": [", out);
-  for (size_t i = 0; i < g_findings.size(); i++) {
-    fputs(i ? ",\n  " : "\n  ", out);
-    write_finding(out, g_findings[i]);
+static int g_result_fd = -1, g_printf_fd = -1;
+static std::string g_lockdown = "none";
+static double g_lockdown_s = 0;  // time spent installing Landlock and seccomp
+
+static bool write_all(int fd, const void* data, size_t size, off_t at = -1) {
+  const char* p = (const char*)data;
+  while (size) {
+    ssize_t n = at < 0 ? write(fd, p, size) : pwrite(fd, p, size, at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    p += n, size -= (size_t)n;
+    if (at >= 0) at += n;
   }
-  fputs("]}\n", out);
-  fclose(out);
-  FILE* pf = fopen(g_launch.printf_path.c_str(), "w");
-  if (pf) {
-    fwrite(g_printf.data(), 1, g_printf.size(), pf);
-    fclose(pf);
-  }
+  return true;
 }
 
-void finish_fatal(int kind, unsigned line, const char* msg, const kp_thread* where, void* pc) {
+// The result file is the only verdict channel; the parent never trusts the child's stdout.
+// Both files were opened before the lockdown: nothing here opens a path.
+static void write_result(const char* status, const Finding* fatal) {
+  std::string out;
+  char head[256];
+  snprintf(head, sizeof head, "{\"status\": \"%s\", \"wall_s\": %.6f, \"kernel_s\": %.6f, "
+           "\"printf_truncated\": %s, \"lockdown_s\": %.6f,\n \"lockdown\": ", status, now() - g_t0,
+           g_kernel_s, g_printf_truncated ? "true" : "false", g_lockdown_s);
+  out += head;
+  json_string(out, g_lockdown);
+  out += ",\n \"fatal\": ";
+  if (fatal) write_finding(out, *fatal);
+  else out += "null";
+  out += ",\n \"findings\": [";
+  for (size_t i = 0; i < g_findings.size(); i++) {
+    out += i ? ",\n  " : "\n  ";
+    write_finding(out, g_findings[i]);
+  }
+  out += "]}\n";
+  if (!write_all(g_result_fd, out.data(), out.size())) _exit(70);
+  if (g_printf_fd >= 0) write_all(g_printf_fd, g_printf.data(), g_printf.size());
+}
+
+void finish_fatal(int kind, unsigned line, const char* msg, const __kp_thread* where, void* pc) {
   if (g_finishing.exchange(1)) {
     for (;;) pause();  // another thread is already writing the result
   }
@@ -157,7 +185,7 @@ static void map_buffer(Arg& a) {
   a.map_bytes = body_bytes + 2 * kGuardBytes;
   a.map = (unsigned char*)mmap(nullptr, a.map_bytes, PROT_READ | PROT_WRITE,
                                MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (a.map == MAP_FAILED) finish_fatal(KP_F_LIMIT, 0, "cannot map a buffer", nullptr, nullptr);
+  if (a.map == MAP_FAILED) finish_fatal(__KP_F_LIMIT, 0, "cannot map a buffer", nullptr, nullptr);
   mprotect(a.map, kGuardBytes, PROT_NONE);
   mprotect(a.map + a.map_bytes - kGuardBytes, kGuardBytes, PROT_NONE);
   a.lo = a.map + kGuardBytes;
@@ -165,12 +193,21 @@ static void map_buffer(Arg& a) {
   uintptr_t data_end = (uintptr_t)a.hi - redzone;
   a.data = (unsigned char*)((data_end - a.bytes) & ~(uintptr_t)63);  // 64-byte aligned start
   memset(a.lo, kCanary, a.hi - a.lo);
-  FILE* f = fopen(a.path.c_str(), "rb");
-  if (!f || fread(a.data, 1, a.bytes, f) != a.bytes) {
-    std::string msg = "cannot read buffer file for '" + a.name + "'";
-    finish_fatal(KP_F_LIMIT, 0, msg.c_str(), nullptr, nullptr);
+  // Output buffers stay open for the write-back: no file can be opened after the lockdown.
+  int fd = open(a.path.c_str(), (a.writes_back ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
+  size_t got = 0;
+  while (fd >= 0 && got < a.bytes) {
+    ssize_t n = read(fd, a.data + got, a.bytes - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += (size_t)n;
   }
-  fclose(f);
+  if (fd < 0 || got != a.bytes) {
+    std::string msg = "cannot read buffer file for '" + a.name + "'";
+    finish_fatal(__KP_F_LIMIT, 0, msg.c_str(), nullptr, nullptr);
+  }
+  if (a.writes_back) a.fd = fd;
+  else close(fd);
   a.value_slot = &a.data;
 }
 
@@ -185,7 +222,7 @@ static void check_canaries() {
       snprintf(msg, sizeof msg, "out-of-bounds write to buffer '%s' near element %lld "
                "(valid 0..%zu), found after the run", a.name.c_str(), index,
                a.bytes / a.elem_size - 1);
-      add_finding(KP_F_OOB, 0, msg, nullptr, nullptr);
+      add_finding(__KP_F_OOB, 0, msg, nullptr, nullptr);
       break;
     }
   }
@@ -194,12 +231,10 @@ static void check_canaries() {
 static void write_back() {
   for (Arg& a : g_launch.args) {
     if (!a.is_buffer || !a.writes_back) continue;
-    FILE* f = fopen(a.path.c_str(), "r+b");
-    if (!f || fwrite(a.data, 1, a.bytes, f) != a.bytes) {
+    if (!write_all(a.fd, a.data, a.bytes, 0)) {
       std::string msg = "cannot write buffer file of '" + a.name + "'";
-      finish_fatal(KP_F_LIMIT, 0, msg.c_str(), nullptr, nullptr);
+      finish_fatal(__KP_F_LIMIT, 0, msg.c_str(), nullptr, nullptr);
     }
-    fclose(f);
   }
 }
 
@@ -218,7 +253,7 @@ static void on_signal(int sig, siginfo_t* info, void* uctx) {
 #else
   (void)uctx;
 #endif
-  const kp_thread* where = t_worker && t_worker->running ? &t_worker->running->pos : nullptr;
+  const __kp_thread* where = t_worker && t_worker->running ? &t_worker->running->pos : nullptr;
   uintptr_t addr = (uintptr_t)info->si_addr;
   char msg[256];
   int kind = 0;
@@ -229,17 +264,23 @@ static void on_signal(int sig, siginfo_t* info, void* uctx) {
       long long index = ((long long)addr - (long long)(uintptr_t)b->data) / (long long)b->elem_size;
       snprintf(msg, sizeof msg, "out-of-bounds access to buffer '%s' at element %lld (valid "
                "0..%zu)", b->name.c_str(), index, b->bytes / b->elem_size - 1);
-      kind = KP_F_OOB;
+      kind = __KP_F_OOB;
     } else if (w && w->stacks && addr + kStackSlack >= (uintptr_t)w->stacks &&
                addr < (uintptr_t)w->stacks + w->stack_stride * w->stack_count) {
       snprintf(msg, sizeof msg, "stack overflow of a simulated thread (%zu-byte stacks): large "
                "thread-local arrays or deep recursion", w->stack_size);
-      kind = KP_F_LIMIT;
+      kind = __KP_F_LIMIT;
     } else {
       snprintf(msg, sizeof msg, "invalid memory access at address 0x%lx (not a kernel buffer)",
                (unsigned long)addr);
-      kind = KP_F_OOB;
+      kind = __KP_F_OOB;
     }
+  } else if (sig == SIGSYS) {
+    const char* name = syscall_name(info->si_syscall);
+    snprintf(msg, sizeof msg, "the kernel made a system call the sandbox forbids (%s%snumber %d); "
+             "a kernel has no business with the operating system", name, *name ? ", " : "",
+             info->si_syscall);
+    kind = __KP_F_SANDBOX;
   } else if (sig == SIGFPE) {
     snprintf(msg, sizeof msg, "arithmetic fault (integer division by zero or overflow)");
   } else {
@@ -253,7 +294,7 @@ static void install_signal_handlers() {
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = on_signal;
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP}) sigaction(sig, &sa, nullptr);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS}) sigaction(sig, &sa, nullptr);
 }
 
 static void alt_stack() {
@@ -296,6 +337,8 @@ static void parse_request(const char* path) {
     else if (k == "stack" && sscanf(line, "%*s %llu", &a) == 1) L.stack_size = a;
     else if (k == "result" && sscanf(line, "%*s %4095s", s1) == 1) L.result_path = s1;
     else if (k == "printf" && sscanf(line, "%*s %4095s", s1) == 1) L.printf_path = s1;
+    else if (k == "lockdown" && sscanf(line, "%*s %4095s", s1) == 1)
+      L.lockdown_required = strcmp(s1, "optional") != 0;
     else if (k == "buffer" &&
              sscanf(line, "%*s %4095s %llu %llu %15s %4095s", s1, &a, &b, mode, s2) == 5) {
       Arg arg;
@@ -324,10 +367,10 @@ static void load_kernel() {
   Launch& L = g_launch;
   void* lib = dlopen(L.kernel_path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) bad_request(std::string("cannot load kernel library: ") + dlerror());
-  L.entry = (void (*)(void**))dlsym(lib, "kp_kernel_entry");
-  L.run_threads = (void (*)(void**, kp_thread*))dlsym(lib, "kp_kernel_run_threads");
-  L.current_slot = (kp_thread** (*)(void))dlsym(lib, "kp_kernel_current_slot");
-  const int* sync = (const int*)dlsym(lib, "kp_kernel_needs_sync");
+  L.entry = (void (*)(void**))dlsym(lib, "__kp_kernel_entry");
+  L.run_threads = (void (*)(void**, __kp_thread*))dlsym(lib, "__kp_kernel_run_threads");
+  L.current_slot = (__kp_thread** (*)(void))dlsym(lib, "__kp_kernel_current_slot");
+  const int* sync = (const int*)dlsym(lib, "__kp_kernel_needs_sync");
   if (!L.entry || !L.run_threads || !L.current_slot || !sync)
     bad_request("kernel library lacks the kp_* entry points");
   L.needs_sync = *sync;
@@ -335,21 +378,21 @@ static void load_kernel() {
   if (dladdr((void*)L.entry, &info)) g_lib_base = (uintptr_t)info.dli_fbase;
 }
 
-}  // namespace kp
+}  // namespace __kp
 
-using namespace kp;
+using namespace __kp;
 
-extern "C" void kp_report(int kind, unsigned line, const char* msg) {
-  const kp_thread* where = t_worker && t_worker->running ? &t_worker->running->pos : nullptr;
+extern "C" void __kp_report(int kind, unsigned line, const char* msg) {
+  const __kp_thread* where = t_worker && t_worker->running ? &t_worker->running->pos : nullptr;
   add_finding(kind, line, msg, where, __builtin_return_address(0));
 }
 
-extern "C" void kp_fatal(int kind, unsigned line, const char* msg) {
-  const kp_thread* where = t_worker && t_worker->running ? &t_worker->running->pos : nullptr;
+extern "C" void __kp_fatal(int kind, unsigned line, const char* msg) {
+  const __kp_thread* where = t_worker && t_worker->running ? &t_worker->running->pos : nullptr;
   finish_fatal(kind, line, msg, where, __builtin_return_address(0));
 }
 
-extern "C" int kp_printf(const char* fmt, ...) {
+extern "C" int __kp_printf(const char* fmt, ...) {
   char buf[4096];
   va_list ap;
   va_start(ap, fmt);
@@ -363,9 +406,41 @@ extern "C" int kp_printf(const char* fmt, ...) {
 
 static std::vector<void** (*)(void)> g_dyn_slots;
 
-extern "C" int kp_register_dyn_smem(void** (*slot)(void)) {
+extern "C" int __kp_register_dyn_smem(void** (*slot)(void)) {
   g_dyn_slots.push_back(slot);
   return 0;
+}
+
+static int open_output(const std::string& path) {
+  return path.empty() ? -1 : open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+                                  O_NOFOLLOW, 0600);
+}
+
+[[noreturn]] static void cannot_lock_down(const std::string& why) {
+  fprintf(stderr, "kport-simhost: cannot lock down: %s\n", why.c_str());
+  exit(65);
+}
+
+// Lock down, then load the kernel library: its static constructors already run inside the
+// filter. A host that cannot lock down refuses unless the request made the lockdown optional.
+static void lock_and_load() {
+  // required: seccomp must go in; Landlock is taken where the kernel has it (the jail's own
+  // read-only view already limits what a read could reach)
+  bool required = g_launch.lockdown_required;
+  double t0 = now();
+  Lockdown lock = lock_before_load(g_launch.kernel_path.c_str());
+  g_lockdown_s = now() - t0;
+  if (required && !lock.seccomp) cannot_lock_down(lock.problem);
+  load_kernel();
+  if (lock.seccomp) {
+    t0 = now();
+    std::string problem = lock_after_load();
+    g_lockdown_s += now() - t0;
+    if (required && !problem.empty()) cannot_lock_down(problem);
+    lock.seccomp = problem.empty();
+  }
+  if (lock.landlock_abi && lock.seccomp) g_lockdown = "landlock+seccomp";
+  else if (lock.landlock_abi || lock.seccomp) g_lockdown = lock.seccomp ? "seccomp" : "landlock";
 }
 
 int main(int argc, char** argv) {
@@ -375,14 +450,22 @@ int main(int argc, char** argv) {
   }
   g_t0 = now();
   parse_request(argv[1]);
+  g_result_fd = open_output(g_launch.result_path);
+  g_printf_fd = open_output(g_launch.printf_path);
+  if (g_result_fd < 0) bad_request("cannot create the result file");
   install_signal_handlers();
   alt_stack();
-  load_kernel();
   for (Arg& a : g_launch.args) {
     if (a.is_buffer) map_buffer(a);
     else a.value_slot = a.scalar.data();
   }
   for (Arg& a : g_launch.args) g_launch.arg_ptrs.push_back(a.value_slot);
+#if defined(__GLIBC__)
+  // Kernels are linked without libraries (-nostdlib, simbuild.py): their math calls bind to
+  // this libm, loaded now because nothing can be opened once the lockdown is in place.
+  dlopen("libm.so.6", RTLD_NOW | RTLD_GLOBAL);
+#endif
+  lock_and_load();
   uint64_t total = (uint64_t)g_launch.groups[0] * g_launch.groups[1] * g_launch.groups[2];
   int nthreads = g_launch.os_threads > 0 ? g_launch.os_threads : 1;
   if ((uint64_t)nthreads > total) nthreads = total ? (int)total : 1;

@@ -10,7 +10,7 @@
 #include "../include/kport/rt.h"
 #include "fiber.h"
 
-namespace kp {
+namespace __kp {
 
 // One kernel argument as the request file describes it.
 struct Arg {
@@ -20,6 +20,7 @@ struct Arg {
   size_t elem_size = 1;
   size_t bytes = 0;
   std::string path;          // buffer contents (in and out)
+  int fd = -1;               // out/inout: kept open for the write-back (no opens after lockdown)
   std::vector<unsigned char> scalar;  // scalar bytes
   // Buffer placement: [guard][lo redzone][data][hi redzone][guard]
   unsigned char* map = nullptr;
@@ -34,7 +35,7 @@ struct Arg {
 enum ThreadState : uint8_t { T_READY, T_AT_SIMD, T_AT_BARRIER, T_DONE };
 
 struct SimThread {
-  kp_thread pos;
+  __kp_thread pos;
   Fiber fiber;
   ThreadState state = T_READY;
   uint32_t site = 0;        // line << 12 | column of the sync it waits at
@@ -42,7 +43,7 @@ struct SimThread {
   int pred = 0, op = 0;     // barrier reduction input
   int reduced = 0;          // barrier reduction output
   uint64_t mask = 0;        // participants of the last collective
-  unsigned char slot[KP_SLOT_BYTES];
+  unsigned char slot[__KP_SLOT_BYTES];
 };
 
 // A threadgroup/__shared__ variable placed in the group arena.
@@ -68,7 +69,7 @@ struct Worker {
   std::vector<uint32_t> simd_epoch;
   Fiber main_fiber;
   SimThread* running = nullptr;
-  kp_thread** cur_slot = nullptr;    // the kernel library's kp_cur of this OS thread
+  __kp_thread** cur_slot = nullptr;    // the kernel library's __kp_cur of this OS thread
   uint32_t n = 0;                    // threads in the running group
   uint32_t simd_waiting = 0;         // threads blocked at a collective since the last resolve
   unsigned char* tg_arena = nullptr;  // threadgroup memory (+ redzones in checked mode)
@@ -94,12 +95,13 @@ struct Launch {
   bool checked = false;        // kernel built with access instrumentation
   size_t stack_size = 128 * 1024;
   std::string result_path, printf_path;
+  bool lockdown_required = true;  // fail rather than run the kernel without Landlock + seccomp
   std::vector<Arg> args;
   std::vector<void*> arg_ptrs;
   // from the kernel library
   void (*entry)(void**) = nullptr;
-  void (*run_threads)(void**, kp_thread*) = nullptr;
-  kp_thread** (*current_slot)(void) = nullptr;
+  void (*run_threads)(void**, __kp_thread*) = nullptr;
+  __kp_thread** (*current_slot)(void) = nullptr;
   int needs_sync = 1;
   std::string dialect;
 };
@@ -108,8 +110,8 @@ extern Launch g_launch;
 extern __thread Worker* t_worker;
 
 // host.cpp
-void add_finding(int kind, unsigned line, const char* msg, const kp_thread* where, void* pc);
-[[noreturn]] void finish_fatal(int kind, unsigned line, const char* msg, const kp_thread* where,
+void add_finding(int kind, unsigned line, const char* msg, const __kp_thread* where, void* pc);
+[[noreturn]] void finish_fatal(int kind, unsigned line, const char* msg, const __kp_thread* where,
                                void* pc);
 
 // scheduler.cpp
@@ -119,4 +121,4 @@ void run_group(Worker* w, uint32_t gx, uint32_t gy, uint32_t gz);
 // checks.cpp
 const Arg* buffer_of(uintptr_t addr);  // buffer whose guarded span holds addr, or null
 
-}  // namespace kp
+}  // namespace __kp

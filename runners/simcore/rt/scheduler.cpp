@@ -9,7 +9,7 @@
 
 #include "runtime.h"
 
-namespace kp {
+namespace __kp {
 
 static const size_t kTgRedzone = 64;  // checked mode: gap after each threadgroup variable
 static const size_t kStackGuard = 1 << 20;  // a frame jumping further still faults in the gap
@@ -22,8 +22,8 @@ static uint32_t group_threads() { return g_launch.tg[0] * g_launch.tg[1] * g_lau
 void worker_setup(Worker* w) {
   uint32_t n = group_threads();
   w->threads.resize(n);
-  uint32_t nsimd = (n + KP_SIMD_WIDTH - 1) / KP_SIMD_WIDTH;
-  w->simd_snap.assign(nsimd, std::vector<unsigned char>(KP_SIMD_WIDTH * KP_SLOT_BYTES));
+  uint32_t nsimd = (n + __KP_SIMD_WIDTH - 1) / __KP_SIMD_WIDTH;
+  w->simd_snap.assign(nsimd, std::vector<unsigned char>(__KP_SIMD_WIDTH * __KP_SLOT_BYTES));
   w->simd_epoch.assign(nsimd, 0);
   // Arena: room for the limit, plus redzones between variables when checked.
   w->tg_limit = g_launch.tg_mem_limit;
@@ -39,7 +39,7 @@ void worker_setup(Worker* w) {
   w->stack_count = n;
   w->stacks = (char*)mmap(nullptr, w->stack_stride * n, PROT_READ | PROT_WRITE,
                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (w->stacks == MAP_FAILED) finish_fatal(KP_F_LIMIT, 0, "cannot map fiber stacks", nullptr, nullptr);
+  if (w->stacks == MAP_FAILED) finish_fatal(__KP_F_LIMIT, 0, "cannot map fiber stacks", nullptr, nullptr);
   for (uint32_t i = 0; i < n; i++) {
     char* base = w->stacks + i * w->stack_stride;
     mprotect(base, kStackGuard, PROT_NONE);
@@ -78,9 +78,9 @@ static void fiber_main(void* p) {
   __builtin_unreachable();
 }
 
-static void report_at(int kind, unsigned line, const kp_thread* where, const char* fmt, ...)
+static void report_at(int kind, unsigned line, const __kp_thread* where, const char* fmt, ...)
     __attribute__((format(printf, 4, 5)));
-static void report_at(int kind, unsigned line, const kp_thread* where, const char* fmt, ...) {
+static void report_at(int kind, unsigned line, const __kp_thread* where, const char* fmt, ...) {
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
@@ -99,8 +99,8 @@ static bool resolve_simd(Worker* w, uint32_t n) {
   if (!w->simd_waiting) return false;
   bool progressed = false;
   uint32_t still_waiting = 0;
-  for (uint32_t base = 0, s = 0; base < n; base += KP_SIMD_WIDTH, s++) {
-    uint32_t end = base + KP_SIMD_WIDTH < n ? base + KP_SIMD_WIDTH : n;
+  for (uint32_t base = 0, s = 0; base < n; base += __KP_SIMD_WIDTH, s++) {
+    uint32_t end = base + __KP_SIMD_WIDTH < n ? base + __KP_SIMD_WIDTH : n;
     uint64_t waiting = 0, existing = (end - base == 64) ? ~0ull : ((1ull << (end - base)) - 1);
     for (uint32_t i = base; i < end; i++)
       if (w->threads[i].state == T_AT_SIMD) waiting |= 1ull << (i - base);
@@ -141,7 +141,7 @@ static bool resolve_simd(Worker* w, uint32_t n) {
       if (w->threads[base + lane].site == pick->site) mask |= 1ull << lane;
     }
     if (divergent) {
-      report_at(KP_F_DIVERGENCE, pick->site >> 12, &pick->pos,
+      report_at(__KP_F_DIVERGENCE, pick->site >> 12, &pick->pos,
                 "warp collective with member mask 0x%08x reached by lanes 0x%08llx only; "
                 "lanes 0x%08llx of the mask exited or are elsewhere", pick->required,
                 (unsigned long long)mask,
@@ -151,7 +151,7 @@ static bool resolve_simd(Worker* w, uint32_t n) {
     for (uint64_t m = mask; m; m &= m - 1) {
       uint32_t lane = __builtin_ctzll(m);
       SimThread* t = &w->threads[base + lane];
-      memcpy(snap + lane * KP_SLOT_BYTES, t->slot, KP_SLOT_BYTES);
+      memcpy(snap + lane * __KP_SLOT_BYTES, t->slot, __KP_SLOT_BYTES);
       t->mask = mask;
       t->state = T_READY;
     }
@@ -166,7 +166,7 @@ static bool resolve_simd(Worker* w, uint32_t n) {
 // Every live thread waits at a barrier: release them all, reporting any divergence.
 static void resolve_barrier(Worker* w, uint32_t n) {
   uint32_t live = 0, done = 0, count = 0, site = 0, other_site = 0, at_site = 0;
-  const kp_thread* first = nullptr;
+  const __kp_thread* first = nullptr;
   int op = 0;
   for (uint32_t i = 0; i < n; i++) {
     SimThread* t = &w->threads[i];
@@ -178,12 +178,12 @@ static void resolve_barrier(Worker* w, uint32_t n) {
     count += t->pred != 0;
   }
   if (other_site) {
-    report_at(KP_F_DIVERGENCE, site >> 12, first,
+    report_at(__KP_F_DIVERGENCE, site >> 12, first,
               "threads of one group wait at different barriers (line %u and line %u); "
               "every thread must reach the same barrier",
               site >> 12, other_site >> 12);
   } else if (done) {
-    report_at(KP_F_DIVERGENCE, site >> 12, first,
+    report_at(__KP_F_DIVERGENCE, site >> 12, first,
               "barrier reached by %u of %u threads of the group; %u threads had already "
               "returned (on a GPU this is undefined behaviour)", at_site, n, done);
   }
@@ -206,7 +206,7 @@ void run_group(Worker* w, uint32_t gx, uint32_t gy, uint32_t gz) {
       size[d] = L.grid_threads[d] - g[d] * L.tg[d];
   }
   uint32_t n = size[0] * size[1] * size[2];
-  uint32_t nsimd = (n + KP_SIMD_WIDTH - 1) / KP_SIMD_WIDTH;
+  uint32_t nsimd = (n + __KP_SIMD_WIDTH - 1) / __KP_SIMD_WIDTH;
   w->n = n;
   // Threadgroup memory is uninitialised on a GPU: poison it so reads of unwritten data show.
   memset(w->tg_arena, 0xFF, w->tg_used);
@@ -214,7 +214,7 @@ void run_group(Worker* w, uint32_t gx, uint32_t gy, uint32_t gz) {
   w->group_serial++;
   w->epoch++;
   if (!L.needs_sync) {  // fast path: the library loops over the threads itself
-    kp_thread* t = &w->threads[0].pos;
+    __kp_thread* t = &w->threads[0].pos;
     for (int d = 0; d < 3; d++) {
       t->gid[d] = g[d], t->tg_size[d] = size[d], t->tg_dispatch[d] = L.tg[d];
       t->grid[d] = L.grid_threads[d], t->ngroups[d] = L.groups[d];
@@ -227,7 +227,7 @@ void run_group(Worker* w, uint32_t gx, uint32_t gy, uint32_t gz) {
   }
   for (uint32_t i = 0; i < n; i++) {
     SimThread* t = &w->threads[i];
-    kp_thread* p = &t->pos;
+    __kp_thread* p = &t->pos;
     p->tid[0] = i % size[0];
     p->tid[1] = (i / size[0]) % size[1];
     p->tid[2] = i / (size[0] * size[1]);
@@ -239,10 +239,10 @@ void run_group(Worker* w, uint32_t gx, uint32_t gy, uint32_t gz) {
       p->ngroups[d] = L.groups[d];
     }
     p->linear = i;
-    p->lane = i % KP_SIMD_WIDTH;
-    p->simd = i / KP_SIMD_WIDTH;
+    p->lane = i % __KP_SIMD_WIDTH;
+    p->simd = i / __KP_SIMD_WIDTH;
     p->nsimd = nsimd;
-    p->simd_lanes = (p->simd + 1) * KP_SIMD_WIDTH <= n ? KP_SIMD_WIDTH : n % KP_SIMD_WIDTH;
+    p->simd_lanes = (p->simd + 1) * __KP_SIMD_WIDTH <= n ? __KP_SIMD_WIDTH : n % __KP_SIMD_WIDTH;
     t->state = T_READY;
   }
   for (uint32_t i = 0; i < n; i++) fiber_init(&w->threads[i].fiber, fiber_main, &w->threads[i]);
@@ -264,20 +264,20 @@ void run_group(Worker* w, uint32_t gx, uint32_t gy, uint32_t gz) {
   }
 }
 
-}  // namespace kp
+}  // namespace __kp
 
-using namespace kp;
+using namespace __kp;
 
-// Out of line and cold: every fiber keeps a kp_barrier frame alive while it waits, and a small
+// Out of line and cold: every fiber keeps a __kp_barrier frame alive while it waits, and a small
 // frame keeps 1024 waiting fibers' stacks in cache.
 [[noreturn]] __attribute__((noinline, cold)) static void sync_misuse(const char* what,
                                                                     unsigned line) {
   Worker* w = t_worker;
-  if (!w || !w->running) finish_fatal(KP_F_UNSUPPORTED, line, what, nullptr, nullptr);
+  if (!w || !w->running) finish_fatal(__KP_F_UNSUPPORTED, line, what, nullptr, nullptr);
   char msg[256];
   snprintf(msg, sizeof msg, "%s called, but the kernel was built without fiber support "
            "(internal: its sync scan missed this call)", what);
-  finish_fatal(KP_F_UNSUPPORTED, line, msg, &w->running->pos, nullptr);
+  finish_fatal(__KP_F_UNSUPPORTED, line, msg, &w->running->pos, nullptr);
 }
 
 static inline SimThread* current_or_die(const char* what, unsigned line) {
@@ -286,11 +286,11 @@ static inline SimThread* current_or_die(const char* what, unsigned line) {
   return w->running;
 }
 
-extern "C" uint64_t kp_simd_sync(const void* value, unsigned size, unsigned line, unsigned column,
+extern "C" uint64_t __kp_simd_sync(const void* value, unsigned size, unsigned line, unsigned column,
                                  uint32_t required, const unsigned char** snapshot) {
   SimThread* t = current_or_die("a SIMD-group collective", line);
   Worker* w = t_worker;
-  if (__builtin_expect(size > KP_SLOT_BYTES, 0)) sync_misuse("an oversized collective", line);
+  if (__builtin_expect(size > __KP_SLOT_BYTES, 0)) sync_misuse("an oversized collective", line);
   if (size) memcpy(t->slot, value, size);
   t->state = T_AT_SIMD;
   t->site = line << 12 | (column & 0xFFF);
@@ -301,7 +301,7 @@ extern "C" uint64_t kp_simd_sync(const void* value, unsigned size, unsigned line
   return t->mask;
 }
 
-extern "C" int kp_barrier(unsigned line, unsigned column, int pred, int op) {
+extern "C" int __kp_barrier(unsigned line, unsigned column, int pred, int op) {
   SimThread* t = current_or_die("a threadgroup barrier", line);
   t->state = T_AT_BARRIER;
   t->site = line << 12 | (column & 0xFFF);
@@ -311,7 +311,7 @@ extern "C" int kp_barrier(unsigned line, unsigned column, int pred, int op) {
   return t->reduced;
 }
 
-extern "C" void* kp_tg_alloc(const void* site, size_t size, size_t align, const char* name,
+extern "C" void* __kp_tg_alloc(const void* site, size_t size, size_t align, const char* name,
                              unsigned line) {
   Worker* w = t_worker;
   for (const TgVar& v : w->tg_vars)
@@ -322,12 +322,12 @@ extern "C" void* kp_tg_alloc(const void* site, size_t size, size_t align, const 
     char msg[256];
     snprintf(msg, sizeof msg, "threadgroup memory: '%s' (%zu bytes) brings the group's total to "
              "%zu bytes, over the limit of %zu bytes", name, size, accounted, w->tg_limit);
-    finish_fatal(KP_F_LIMIT, line, msg, w->running ? &w->running->pos : nullptr, nullptr);
+    finish_fatal(__KP_F_LIMIT, line, msg, w->running ? &w->running->pos : nullptr, nullptr);
   }
   if (align < 16) align = 16;
   size_t offset = (w->tg_used + align - 1) / align * align;
   if (offset + size + kTgRedzone > w->tg_capacity)
-    finish_fatal(KP_F_LIMIT, line, "threadgroup memory: too many variables for the arena",
+    finish_fatal(__KP_F_LIMIT, line, "threadgroup memory: too many variables for the arena",
                  w->running ? &w->running->pos : nullptr, nullptr);
   w->tg_used = offset + size + (g_launch.checked ? kTgRedzone : 0);
   w->tg_vars.push_back(TgVar{site, offset, size, name, line});
@@ -335,5 +335,5 @@ extern "C" void* kp_tg_alloc(const void* site, size_t size, size_t align, const 
   return w->tg_arena + offset;
 }
 
-extern "C" void* kp_dyn_smem(void) { return t_worker->dyn_smem; }
-extern "C" size_t kp_dyn_smem_size(void) { return g_launch.dyn_smem; }
+extern "C" void* __kp_dyn_smem(void) { return t_worker->dyn_smem; }
+extern "C" size_t __kp_dyn_smem_size(void) { return g_launch.dyn_smem; }

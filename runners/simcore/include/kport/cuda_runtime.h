@@ -40,7 +40,7 @@
 #define __global__
 #define __device__
 #define __host__
-#define __shared__  // storage of __shared__ variables is rewritten to kp_tg_alloc before compiling
+#define __shared__  // storage of __shared__ variables is rewritten to __kp_tg_alloc before compiling
 // __constant__ data is a plain global here: writable, and shared by all blocks of the launch.
 #define __constant__
 #define __grid_constant__
@@ -57,28 +57,28 @@
 #include <kport/cuda/vector_types.h>
 
 // ---- Built-in variables: expressions reading the running fiber's position -----------------------
-namespace kp_cuda {
-KP_INLINE uint3 thread_idx() {
-  const kp_thread* t = kp_cur;
+namespace __kp_cuda {
+__KP_INLINE uint3 thread_idx() {
+  const __kp_thread* t = __kp_cur;
   return uint3{t->tid[0], t->tid[1], t->tid[2]};
 }
-KP_INLINE uint3 block_idx() {
-  const kp_thread* t = kp_cur;
+__KP_INLINE uint3 block_idx() {
+  const __kp_thread* t = __kp_cur;
   return uint3{t->gid[0], t->gid[1], t->gid[2]};
 }
-KP_INLINE dim3 block_dim() {
-  const kp_thread* t = kp_cur;
+__KP_INLINE dim3 block_dim() {
+  const __kp_thread* t = __kp_cur;
   return dim3(t->tg_dispatch[0], t->tg_dispatch[1], t->tg_dispatch[2]);
 }
-KP_INLINE dim3 grid_dim() {
-  const kp_thread* t = kp_cur;
+__KP_INLINE dim3 grid_dim() {
+  const __kp_thread* t = __kp_cur;
   return dim3(t->ngroups[0], t->ngroups[1], t->ngroups[2]);
 }
-}  // namespace kp_cuda
-#define threadIdx (::kp_cuda::thread_idx())
-#define blockIdx (::kp_cuda::block_idx())
-#define blockDim (::kp_cuda::block_dim())
-#define gridDim (::kp_cuda::grid_dim())
+}  // namespace __kp_cuda
+#define threadIdx (::__kp_cuda::thread_idx())
+#define blockIdx (::__kp_cuda::block_idx())
+#define blockDim (::__kp_cuda::block_dim())
+#define gridDim (::__kp_cuda::grid_dim())
 // A constant expression here (CUDA's is a run-time variable): more permissive, same value.
 inline constexpr int warpSize = 32;
 
@@ -93,32 +93,32 @@ inline constexpr int warpSize = 32;
 #include <kport/cuda/host_types.h>
 
 // ---- Traps, clocks ------------------------------------------------------------------------------
-[[noreturn]] KP_INLINE void __trap(unsigned kp_line = __builtin_LINE()) {
-  kp_fatal(KP_F_INVALID, kp_line, "__trap() called: the kernel aborted");
+[[noreturn]] __KP_INLINE void __trap(unsigned __kp_line = __builtin_LINE()) {
+  __kp_fatal(__KP_F_INVALID, __kp_line, "__trap() called: the kernel aborted");
 }
-[[noreturn]] KP_INLINE void __brkpt(unsigned kp_line = __builtin_LINE()) {
-  kp_fatal(KP_F_INVALID, kp_line, "__brkpt() called: the kernel stopped at a breakpoint");
+[[noreturn]] __KP_INLINE void __brkpt(unsigned __kp_line = __builtin_LINE()) {
+  __kp_fatal(__KP_F_INVALID, __kp_line, "__brkpt() called: the kernel stopped at a breakpoint");
 }
 // Cycle counters: monotonic per thread, meaningless as GPU timings.
-KP_INLINE long long clock64() { return (long long)__builtin_readcyclecounter(); }
+__KP_INLINE long long clock64() { return (long long)__builtin_readcyclecounter(); }
 
 // ---- Casts to vector pointers ------------------------------------------------------------------
 // The source rewrite sends reinterpret_cast<float4*>(p) and (float4*)p here: a GPU faults when
 // the address is not aligned for the vector type, while on the CPU the load would just work.
-namespace kp_cuda {
+namespace __kp_cuda {
 template <class P> struct pointee;
 template <class T> struct pointee<T*> { using type = T; };
 template <class P, class Q>
-KP_INLINE P aligned_ptr_cast(Q q, unsigned kp_line = __builtin_LINE()) {
+__KP_INLINE P aligned_ptr_cast(Q q, unsigned __kp_line = __builtin_LINE()) {
   constexpr size_t need = alignof(typename pointee<P>::type);
-  if ((uintptr_t)q % need) kp_report(KP_F_INVALID, kp_line, "misaligned vector pointer: the "
+  if ((uintptr_t)q % need) __kp_report(__KP_F_INVALID, __kp_line, "misaligned vector pointer: the "
                                      "address is not aligned for the vector type (a GPU faults "
                                      "with 'misaligned address' on access)");
   return reinterpret_cast<P>(q);
 }
-}  // namespace kp_cuda
+}  // namespace __kp_cuda
 
 // ---- printf and assert inside kernels -----------------------------------------------------------
 // Device printf goes to the launch's captured output (std::printf would break; nobody writes it).
-#define printf kp_printf
+#define printf __kp_printf
 #include <kport/cuda/device_assert.h>

@@ -1,6 +1,6 @@
 // Metal dialect shim: what `#include <metal_stdlib>` gives an MSL kernel, as header-only C++ for
 // clang. Types are global (as in MSL); functions live in namespace metal (kernels write
-// `using namespace metal;` themselves, or get it from mlx_prelude.h). The shim's helpers are in kp.
+// `using namespace metal;` themselves, or get it from mlx_prelude.h). The shim's helpers are in __kp.
 #pragma once
 #pragma clang system_header
 #include "metal/types.h"

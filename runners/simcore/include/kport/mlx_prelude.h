@@ -27,7 +27,7 @@ struct WorkPerThread {
 // std::conditional stand-in that MLX kernels use.
 template <bool condition, typename T, typename U>
 struct ConditionalType {
-  using type = kp::conditional_t<condition, T, U>;
+  using type = __kp::conditional_t<condition, T, U>;
 };
 
 // ---- complex -----------------------------------------------------------------------------------
@@ -48,18 +48,18 @@ struct complex_t {
   constexpr complex_t(T re, T im) : real(re), imag(im) {}
   // A real number: imaginary part 0.
   template <typename U>
-    requires kp::arith_scalar<U>
-  constexpr complex_t(U x) : real(kp::cvt<T>(x)), imag(0) {}
+    requires __kp::arith_scalar<U>
+  constexpr complex_t(U x) : real(__kp::cvt<T>(x)), imag(0) {}
   template <typename U>
-    requires(!kp::is_same_v<U, T>)
-  constexpr complex_t(complex_t<U> x) : real(kp::cvt<T>(x.real)), imag(kp::cvt<T>(x.imag)) {}
+    requires(!__kp::is_same_v<U, T>)
+  constexpr complex_t(complex_t<U> x) : real(__kp::cvt<T>(x.real)), imag(__kp::cvt<T>(x.imag)) {}
   // The two-lane vector form (real, imag) used by MLX's FFT kernels.
   constexpr complex_t(vec<T, 2> v) : real(v.x), imag(v.y) {}
   constexpr operator vec<T, 2>() const { return vec<T, 2>{real, imag}; }
   // To a real type: the real part.
   template <typename U>
-    requires kp::arith_scalar<U>
-  constexpr operator U() const { return kp::cvt<U>(real); }
+    requires __kp::arith_scalar<U>
+  constexpr operator U() const { return __kp::cvt<U>(real); }
 
   constexpr complex_t& operator+=(complex_t b) { return *this = *this + b; }
   constexpr complex_t& operator-=(complex_t b) { return *this = *this - b; }
@@ -102,22 +102,22 @@ struct complex_t {
 };
 
 // Mixed with a real scalar on either side.
-#define KP_COMPLEX_SCALAR_OP(op)                                                    \
+#define __KP_COMPLEX_SCALAR_OP(op)                                                    \
   template <typename T, typename U>                                                 \
-    requires kp::arith_scalar<U>                                                    \
+    requires __kp::arith_scalar<U>                                                    \
   constexpr complex_t<T> operator op(complex_t<T> a, U b) {                         \
     return a op complex_t<T>(b);                                                    \
   }                                                                                 \
   template <typename T, typename U>                                                 \
-    requires kp::arith_scalar<U>                                                    \
+    requires __kp::arith_scalar<U>                                                    \
   constexpr complex_t<T> operator op(U a, complex_t<T> b) {                         \
     return complex_t<T>(a) op b;                                                    \
   }
-KP_COMPLEX_SCALAR_OP(+)
-KP_COMPLEX_SCALAR_OP(-)
-KP_COMPLEX_SCALAR_OP(*)
-KP_COMPLEX_SCALAR_OP(/)
-#undef KP_COMPLEX_SCALAR_OP
+__KP_COMPLEX_SCALAR_OP(+)
+__KP_COMPLEX_SCALAR_OP(-)
+__KP_COMPLEX_SCALAR_OP(*)
+__KP_COMPLEX_SCALAR_OP(/)
+#undef __KP_COMPLEX_SCALAR_OP
 
 using complex32_t = complex_t<half>;
 using complex64_t = complex_t<float>;
@@ -132,7 +132,7 @@ struct Limits {
   static constexpr U finite_max = metal::numeric_limits<U>::max();
   static constexpr U finite_min = metal::numeric_limits<U>::min();
 };
-namespace kp {
+namespace __kp {
 template <typename U>
 struct mlx_float_limits {
   static constexpr U max = metal::numeric_limits<U>::infinity();
@@ -140,10 +140,10 @@ struct mlx_float_limits {
   static constexpr U finite_max = metal::numeric_limits<U>::max();
   static constexpr U finite_min = -metal::numeric_limits<U>::max();
 };
-}  // namespace kp
-template <> struct Limits<half> : kp::mlx_float_limits<half> {};
-template <> struct Limits<float> : kp::mlx_float_limits<float> {};
-template <> struct Limits<bfloat> : kp::mlx_float_limits<bfloat> {};
+}  // namespace __kp
+template <> struct Limits<half> : __kp::mlx_float_limits<half> {};
+template <> struct Limits<float> : __kp::mlx_float_limits<float> {};
+template <> struct Limits<bfloat> : __kp::mlx_float_limits<bfloat> {};
 template <>
 struct Limits<bool> {
   static constexpr bool max = true;
@@ -242,39 +242,39 @@ inline complex64_t log1p(complex64_t z) {
 }
 
 // ---- shuffles of types Metal lacks (via 32-bit halves) -------------------------------------------
-#define KP_MLX_SHUFFLE(name, ...)                                                           \
-  inline uint64_t name(uint64_t data, __VA_ARGS__ arg, kp::site s = KP_HERE) {              \
+#define __KP_MLX_SHUFFLE(name, ...)                                                           \
+  inline uint64_t name(uint64_t data, __VA_ARGS__ arg, __kp::site s = __KP_HERE) {              \
     return as_type<uint64_t>(metal::name(as_type<uint2>(data), arg, s));                    \
   }                                                                                         \
-  inline int64_t name(int64_t data, __VA_ARGS__ arg, kp::site s = KP_HERE) {                \
+  inline int64_t name(int64_t data, __VA_ARGS__ arg, __kp::site s = __KP_HERE) {                \
     return as_type<int64_t>(metal::name(as_type<uint2>(data), arg, s));                     \
   }                                                                                         \
-  inline bool name(bool data, __VA_ARGS__ arg, kp::site s = KP_HERE) {                      \
+  inline bool name(bool data, __VA_ARGS__ arg, __kp::site s = __KP_HERE) {                      \
     return metal::name(uint32_t(data), arg, s) != 0;                                        \
   }                                                                                         \
-  inline complex64_t name(complex64_t data, __VA_ARGS__ arg, kp::site s = KP_HERE) {        \
+  inline complex64_t name(complex64_t data, __VA_ARGS__ arg, __kp::site s = __KP_HERE) {        \
     return complex64_t(metal::name(vec<float, 2>(data), arg, s));                           \
   }
-KP_MLX_SHUFFLE(simd_shuffle, uint16_t)
-KP_MLX_SHUFFLE(simd_shuffle_up, uint16_t)
-KP_MLX_SHUFFLE(simd_shuffle_down, uint16_t)
-#undef KP_MLX_SHUFFLE
+__KP_MLX_SHUFFLE(simd_shuffle, uint16_t)
+__KP_MLX_SHUFFLE(simd_shuffle_up, uint16_t)
+__KP_MLX_SHUFFLE(simd_shuffle_down, uint16_t)
+#undef __KP_MLX_SHUFFLE
 inline uint64_t simd_shuffle_and_fill_up(uint64_t data, uint64_t filling, uint16_t delta,
-                                         kp::site s = KP_HERE) {
+                                         __kp::site s = __KP_HERE) {
   return as_type<uint64_t>(
       metal::simd_shuffle_and_fill_up(as_type<uint2>(data), as_type<uint2>(filling), delta, s));
 }
 inline int64_t simd_shuffle_and_fill_up(int64_t data, int64_t filling, uint16_t delta,
-                                        kp::site s = KP_HERE) {
+                                        __kp::site s = __KP_HERE) {
   return as_type<int64_t>(
       metal::simd_shuffle_and_fill_up(as_type<uint2>(data), as_type<uint2>(filling), delta, s));
 }
 inline bool simd_shuffle_and_fill_up(bool data, bool filling, uint16_t delta,
-                                     kp::site s = KP_HERE) {
+                                     __kp::site s = __KP_HERE) {
   return metal::simd_shuffle_and_fill_up(uint32_t(data), uint32_t(filling), delta, s) != 0;
 }
 inline complex64_t simd_shuffle_and_fill_up(complex64_t data, complex64_t filling,
-                                            uint16_t delta, kp::site s = KP_HERE) {
+                                            uint16_t delta, __kp::site s = __KP_HERE) {
   return complex64_t(metal::simd_shuffle_and_fill_up(vec<float, 2>(data), vec<float, 2>(filling),
                                                      delta, s));
 }
@@ -283,14 +283,14 @@ inline complex64_t simd_shuffle_and_fill_up(complex64_t data, complex64_t fillin
 // static_cast, except that to bool a float is true unless it is +-0 (so NaN is true).
 template <typename U, typename T>
 inline U cast_to(T val) {
-  if constexpr (kp::is_same_v<U, bool> && kp::is_same_v<T, float>)
+  if constexpr (__kp::is_same_v<U, bool> && __kp::is_same_v<T, float>)
     return (as_type<uint32_t>(val) & 0x7FFFFFFFu) != 0;
-  else if constexpr (kp::is_same_v<U, bool> && kp::is_same_v<T, bfloat16_t>)
+  else if constexpr (__kp::is_same_v<U, bool> && __kp::is_same_v<T, bfloat16_t>)
     return (as_type<uint16_t>(val) & 0x7FFFu) != 0;
-  else if constexpr (kp::is_same_v<U, bool> && kp::is_same_v<T, complex64_t>)
+  else if constexpr (__kp::is_same_v<U, bool> && __kp::is_same_v<T, complex64_t>)
     return cast_to<bool>(val.real) || cast_to<bool>(val.imag);
-  else if constexpr (kp::arith_scalar<U> && kp::arith_scalar<T>)
-    return kp::cvt<U>(val);
+  else if constexpr (__kp::arith_scalar<U> && __kp::arith_scalar<T>)
+    return __kp::cvt<U>(val);
   else
     return static_cast<U>(val);
 }

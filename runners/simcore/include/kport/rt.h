@@ -6,22 +6,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define KP_SIMD_WIDTH 32
-#define KP_SLOT_BYTES 64  // largest per-lane payload of one collective (e.g. a double4, 2 matrix elems)
+#define __KP_SIMD_WIDTH 32
+#define __KP_SLOT_BYTES 64  // largest per-lane payload of one collective (e.g. a double4, 2 matrix elems)
 
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)
-#define KP_INSTRUMENTED 1
+#define __KP_INSTRUMENTED 1
 #endif
 #endif
 // Shim code that must not be instrumented (atomics, the runtime calls themselves).
-#define KP_NOSAN __attribute__((no_sanitize("thread")))
-#define KP_INLINE inline __attribute__((always_inline))
+#define __KP_NOSAN __attribute__((no_sanitize("thread")))
+#define __KP_INLINE inline __attribute__((always_inline))
 
 extern "C" {
 
-// Where a thread is. One per simulated thread; `kp_cur` points at the running one.
-struct kp_thread {
+// Where a thread is. One per simulated thread; `__kp_cur` points at the running one.
+struct __kp_thread {
   uint32_t tid[3];        // thread position in threadgroup / threadIdx
   uint32_t gid[3];        // threadgroup position in grid / blockIdx
   uint32_t tg_size[3];    // actual threads in this group (Metal non-uniform edge groups are smaller)
@@ -36,69 +36,70 @@ struct kp_thread {
 };
 
 // The running thread. Defined (initial-exec TLS) by each kernel library (kernel_abi.h), which
-// exports kp_kernel_current_slot() so the scheduler can point it at the fiber it runs.
-extern __thread kp_thread* kp_cur;
+// exports __kp_kernel_current_slot() so the scheduler can point it at the fiber it runs.
+extern __thread __kp_thread* __kp_cur;
 
 // Severity and kind of a finding reported by a shim (the runtime adds thread/group/line).
-enum kp_finding_kind {
-  KP_F_DIVERGENCE = 1,    // barrier/collective reached by part of a group, or mismatched sites
-  KP_F_OOB = 2,           // out-of-bounds access
-  KP_F_RACE = 3,          // threadgroup memory race between two barriers
-  KP_F_INVALID = 4,       // invalid argument to a built-in (e.g. shuffle lane out of range)
-  KP_F_UNSUPPORTED = 5,   // construct the simulator does not model
-  KP_F_LIMIT = 6,         // resource limit exceeded (threadgroup memory, threads per group)
-  KP_F_UNINIT = 7,        // read of never-written threadgroup memory
+enum __kp_finding_kind {
+  __KP_F_DIVERGENCE = 1,    // barrier/collective reached by part of a group, or mismatched sites
+  __KP_F_OOB = 2,           // out-of-bounds access
+  __KP_F_RACE = 3,          // threadgroup memory race between two barriers
+  __KP_F_INVALID = 4,       // invalid argument to a built-in (e.g. shuffle lane out of range)
+  __KP_F_UNSUPPORTED = 5,   // construct the simulator does not model
+  __KP_F_LIMIT = 6,         // resource limit exceeded (threadgroup memory, threads per group)
+  __KP_F_UNINIT = 7,        // read of never-written threadgroup memory
+  __KP_F_SANDBOX = 8,       // a system call the host's seccomp filter forbids (host only)
 };
 // Record a finding at the given source line (of the user's source). `msg` is copied.
-void kp_report(int kind, unsigned line, const char* msg);
+void __kp_report(int kind, unsigned line, const char* msg);
 // Record a finding and stop the whole launch (child exits with a fault result).
-[[noreturn]] void kp_fatal(int kind, unsigned line, const char* msg);
+[[noreturn]] void __kp_fatal(int kind, unsigned line, const char* msg);
 
 // ---- Collectives -----------------------------------------------------------------------------
 // Rendezvous of the calling lane with the other lanes of its SIMD group (warp) that reach the same
 // site (line, column) in this round. The lane publishes `size` bytes from `value`; on return
-// *snapshot points at KP_SIMD_WIDTH slots of KP_SLOT_BYTES each (slot l = lane l's published bytes,
+// *snapshot points at __KP_SIMD_WIDTH slots of __KP_SLOT_BYTES each (slot l = lane l's published bytes,
 // valid only for lanes in the returned mask) and the return value is the mask of participating
 // lanes (bit l = lane l). `required` is the CUDA member mask (0 = Metal semantics: whichever lanes
 // arrive are the active set). Lanes of `required` that do not arrive are reported as divergence.
 // The snapshot stays valid until the caller's next collective.
-uint64_t kp_simd_sync(const void* value, unsigned size, unsigned line, unsigned column,
+uint64_t __kp_simd_sync(const void* value, unsigned size, unsigned line, unsigned column,
                       uint32_t required, const unsigned char** snapshot);
 
 // Threadgroup barrier (threadgroup_barrier / __syncthreads). Every live thread of the group must
 // reach the same site; otherwise a divergence finding is recorded and the barrier still releases.
 // `pred` takes part in the reduction returned: op 0 = none (returns 0), 1 = count of nonzero,
 // 2 = all nonzero (and), 3 = any nonzero (or).
-int kp_barrier(unsigned line, unsigned column, int pred, int op);
+int __kp_barrier(unsigned line, unsigned column, int pred, int op);
 
 // ---- Memory -----------------------------------------------------------------------------------
 // Storage of a threadgroup/__shared__ variable for the running group. `site` is unique per
 // declaration (address of a function-local static); every thread of the group gets the same
 // address. Storage is poisoned (0xFF bytes) when a group starts. Exceeding the launch's limit of
-// threadgroup memory is fatal (KP_F_LIMIT) with the name of the variable.
-void* kp_tg_alloc(const void* site, size_t size, size_t align, const char* name, unsigned line);
+// threadgroup memory is fatal (__KP_F_LIMIT) with the name of the variable.
+void* __kp_tg_alloc(const void* site, size_t size, size_t align, const char* name, unsigned line);
 // Dynamic shared memory of a CUDA launch (extern __shared__), poisoned at group start.
-void* kp_dyn_smem(void);
-size_t kp_dyn_smem_size(void);
+void* __kp_dyn_smem(void);
+size_t __kp_dyn_smem_size(void);
 
 // Check an access done by a shim built-in that is not instrumented (atomics): reports OOB against
 // buffers and threadgroup arrays when the launch runs with full checks.
-void kp_check_access(const void* addr, size_t size, int is_write, unsigned line);
+void __kp_check_access(const void* addr, size_t size, int is_write, unsigned line);
 
 // Device printf: formatted text appended to the launch's captured output.
-int kp_printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+int __kp_printf(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 // Register a file-scope pointer that must point at the group's dynamic shared memory
 // (`extern __shared__ T s[];` at namespace scope). `slot` returns the TLS slot of the variable.
-int kp_register_dyn_smem(void** (*slot)(void));
+int __kp_register_dyn_smem(void** (*slot)(void));
 
 }  // extern "C"
 
 // ---- Kernel entry -------------------------------------------------------------------------------
-// Exported by every kernel library (kport/kernel_abi.h). kp_kernel_entry runs one thread;
+// Exported by every kernel library (kport/kernel_abi.h). __kp_kernel_entry runs one thread;
 // `args[i]` points at argument i's value (buffer pointers stored as pointers, scalars as bytes).
-extern "C" void kp_kernel_entry(void** args);
-extern "C" void kp_kernel_run_threads(void** args, kp_thread* group);  // no-fiber fast path
-extern "C" kp_thread** kp_kernel_current_slot(void);
-extern "C" const int kp_kernel_needs_sync;      // 0: no barrier/collective in the source
-extern "C" const char* const kp_kernel_dialect; // "metal" or "cuda"
+extern "C" void __kp_kernel_entry(void** args);
+extern "C" void __kp_kernel_run_threads(void** args, __kp_thread* group);  // no-fiber fast path
+extern "C" __kp_thread** __kp_kernel_current_slot(void);
+extern "C" const int __kp_kernel_needs_sync;      // 0: no barrier/collective in the source
+extern "C" const char* const __kp_kernel_dialect; // "metal" or "cuda"

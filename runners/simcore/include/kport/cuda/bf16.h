@@ -36,37 +36,37 @@ struct alignas(2) __nv_bfloat16 {
 
 #if !defined(__CUDA_NO_BFLOAT16_CONVERSIONS__)
   explicit __nv_bfloat16(const __half h)
-      : __x(kp_cuda::fmt_bf16::rn(kp_cuda::fmt_half::to_float(kp_cuda::bits<unsigned short>(h)))) {}
-  __nv_bfloat16(float f) : __x(kp_cuda::fmt_bf16::rn(f)) {}
-  __nv_bfloat16(double d) : __x(kp_cuda::to16<kp_cuda::fmt_bf16>(d, kp_cuda::RN)) {}
-  operator float() const { return kp_cuda::fmt_bf16::to_float(__x); }
+      : __x(__kp_cuda::fmt_bf16::rn(__kp_cuda::fmt_half::to_float(__kp_cuda::bits<unsigned short>(h)))) {}
+  __nv_bfloat16(float f) : __x(__kp_cuda::fmt_bf16::rn(f)) {}
+  __nv_bfloat16(double d) : __x(__kp_cuda::to16<__kp_cuda::fmt_bf16>(d, __kp_cuda::RN)) {}
+  operator float() const { return __kp_cuda::fmt_bf16::to_float(__x); }
   __nv_bfloat16& operator=(float f) {
-    __x = kp_cuda::fmt_bf16::rn(f);
+    __x = __kp_cuda::fmt_bf16::rn(f);
     return *this;
   }
   __nv_bfloat16& operator=(double d) {
-    __x = kp_cuda::to16<kp_cuda::fmt_bf16>(d, kp_cuda::RN);
+    __x = __kp_cuda::to16<__kp_cuda::fmt_bf16>(d, __kp_cuda::RN);
     return *this;
   }
-#define KP_BF16_INT(I)                                                                             \
-  __nv_bfloat16(I v) : __x(kp_cuda::int_to16<kp_cuda::fmt_bf16>(v, kp_cuda::RN)) {}                \
-  operator I() const { return kp_cuda::f16_to_int<I, kp_cuda::fmt_bf16>(__x, kp_cuda::RZ); }
-  KP_BF16_INT(short)
-  KP_BF16_INT(unsigned short)
-  KP_BF16_INT(int)
-  KP_BF16_INT(unsigned int)
-  KP_BF16_INT(long)
-  KP_BF16_INT(unsigned long)
-  KP_BF16_INT(long long)
-  KP_BF16_INT(unsigned long long)
-#undef KP_BF16_INT
+#define __KP_BF16_INT(I)                                                                             \
+  __nv_bfloat16(I v) : __x(__kp_cuda::int_to16<__kp_cuda::fmt_bf16>(v, __kp_cuda::RN)) {}                \
+  operator I() const { return __kp_cuda::f16_to_int<I, __kp_cuda::fmt_bf16>(__x, __kp_cuda::RZ); }
+  __KP_BF16_INT(short)
+  __KP_BF16_INT(unsigned short)
+  __KP_BF16_INT(int)
+  __KP_BF16_INT(unsigned int)
+  __KP_BF16_INT(long)
+  __KP_BF16_INT(unsigned long)
+  __KP_BF16_INT(long long)
+  __KP_BF16_INT(unsigned long long)
+#undef __KP_BF16_INT
   operator signed char() const {
-    return kp_cuda::f16_to_int<signed char, kp_cuda::fmt_bf16>(__x, kp_cuda::RZ);
+    return __kp_cuda::f16_to_int<signed char, __kp_cuda::fmt_bf16>(__x, __kp_cuda::RZ);
   }
   operator unsigned char() const {
-    return kp_cuda::f16_to_int<unsigned char, kp_cuda::fmt_bf16>(__x, kp_cuda::RZ);
+    return __kp_cuda::f16_to_int<unsigned char, __kp_cuda::fmt_bf16>(__x, __kp_cuda::RZ);
   }
-  operator char() const { return kp_cuda::f16_to_int<char, kp_cuda::fmt_bf16>(__x, kp_cuda::RZ); }
+  operator char() const { return __kp_cuda::f16_to_int<char, __kp_cuda::fmt_bf16>(__x, __kp_cuda::RZ); }
   operator bool() const { return (__x & 0x7FFFu) != 0; }
   __nv_bfloat16& operator=(short v) { return *this = __nv_bfloat16(v); }
   __nv_bfloat16& operator=(unsigned short v) { return *this = __nv_bfloat16(v); }
@@ -91,7 +91,7 @@ struct alignas(4) __nv_bfloat162 {
 
 #if !defined(__CUDA_NO_HALF_CONVERSIONS__)
 inline __half::__half(__nv_bfloat16 b)
-    : __x(kp_cuda::fmt_half::rn(kp_cuda::fmt_bf16::to_float(kp_cuda::bits<unsigned short>(b)))) {}
+    : __x(__kp_cuda::fmt_half::rn(__kp_cuda::fmt_bf16::to_float(__kp_cuda::bits<unsigned short>(b)))) {}
 #endif
 
 typedef __nv_bfloat16 nv_bfloat16;
@@ -101,94 +101,94 @@ static_assert(sizeof(__nv_bfloat16) == 2 && alignof(__nv_bfloat16) == 2, "CUDA b
 static_assert(sizeof(__nv_bfloat162) == 4 && alignof(__nv_bfloat162) == 4, "CUDA bf162 layout");
 
 // ---- Conversions ------------------------------------------------------------------------------
-KP_INLINE constexpr unsigned short __bfloat16_as_ushort(const __nv_bfloat16 h) {
-  return kp_cuda::bits<unsigned short>(h);
+__KP_INLINE constexpr unsigned short __bfloat16_as_ushort(const __nv_bfloat16 h) {
+  return __kp_cuda::bits<unsigned short>(h);
 }
-KP_INLINE constexpr short __bfloat16_as_short(const __nv_bfloat16 h) {
-  return kp_cuda::bits<short>(h);
+__KP_INLINE constexpr short __bfloat16_as_short(const __nv_bfloat16 h) {
+  return __kp_cuda::bits<short>(h);
 }
-KP_INLINE constexpr __nv_bfloat16 __ushort_as_bfloat16(const unsigned short u) {
+__KP_INLINE constexpr __nv_bfloat16 __ushort_as_bfloat16(const unsigned short u) {
   return __nv_bfloat16_raw{u};
 }
-KP_INLINE constexpr __nv_bfloat16 __short_as_bfloat16(const short s) {
+__KP_INLINE constexpr __nv_bfloat16 __short_as_bfloat16(const short s) {
   return __nv_bfloat16_raw{(unsigned short)s};
 }
 
-KP_INLINE float __bfloat162float(const __nv_bfloat16 h) {
-  return kp_cuda::fmt_bf16::to_float(kp_cuda::bits<unsigned short>(h));
+__KP_INLINE float __bfloat162float(const __nv_bfloat16 h) {
+  return __kp_cuda::fmt_bf16::to_float(__kp_cuda::bits<unsigned short>(h));
 }
-KP_INLINE __nv_bfloat16 kp_bf16_rn(float f) {
-  return __ushort_as_bfloat16(kp_cuda::fmt_bf16::rn(f));
+__KP_INLINE __nv_bfloat16 __kp_bf16_rn(float f) {
+  return __ushort_as_bfloat16(__kp_cuda::fmt_bf16::rn(f));
 }
-KP_INLINE __nv_bfloat16 __float2bfloat16(const float f) { return kp_bf16_rn(f); }
-KP_INLINE __nv_bfloat16 __float2bfloat16_rn(const float f) { return kp_bf16_rn(f); }
-KP_INLINE __nv_bfloat16 __float2bfloat16_rz(const float f) {
-  return __ushort_as_bfloat16(kp_cuda::to16<kp_cuda::fmt_bf16>(f, kp_cuda::RZ));
+__KP_INLINE __nv_bfloat16 __float2bfloat16(const float f) { return __kp_bf16_rn(f); }
+__KP_INLINE __nv_bfloat16 __float2bfloat16_rn(const float f) { return __kp_bf16_rn(f); }
+__KP_INLINE __nv_bfloat16 __float2bfloat16_rz(const float f) {
+  return __ushort_as_bfloat16(__kp_cuda::to16<__kp_cuda::fmt_bf16>(f, __kp_cuda::RZ));
 }
-KP_INLINE __nv_bfloat16 __float2bfloat16_rd(const float f) {
-  return __ushort_as_bfloat16(kp_cuda::to16<kp_cuda::fmt_bf16>(f, kp_cuda::RD));
+__KP_INLINE __nv_bfloat16 __float2bfloat16_rd(const float f) {
+  return __ushort_as_bfloat16(__kp_cuda::to16<__kp_cuda::fmt_bf16>(f, __kp_cuda::RD));
 }
-KP_INLINE __nv_bfloat16 __float2bfloat16_ru(const float f) {
-  return __ushort_as_bfloat16(kp_cuda::to16<kp_cuda::fmt_bf16>(f, kp_cuda::RU));
+__KP_INLINE __nv_bfloat16 __float2bfloat16_ru(const float f) {
+  return __ushort_as_bfloat16(__kp_cuda::to16<__kp_cuda::fmt_bf16>(f, __kp_cuda::RU));
 }
-KP_INLINE __nv_bfloat16 __double2bfloat16(const double d) {
-  return __ushort_as_bfloat16(kp_cuda::to16<kp_cuda::fmt_bf16>(d, kp_cuda::RN));
+__KP_INLINE __nv_bfloat16 __double2bfloat16(const double d) {
+  return __ushort_as_bfloat16(__kp_cuda::to16<__kp_cuda::fmt_bf16>(d, __kp_cuda::RN));
 }
-KP_INLINE __half __bfloat162half(const __nv_bfloat16 b) {
+__KP_INLINE __half __bfloat162half(const __nv_bfloat16 b) {
   return __ushort_as_half(
-      kp_cuda::fmt_half::rn(kp_cuda::fmt_bf16::to_float(kp_cuda::bits<unsigned short>(b))));
+      __kp_cuda::fmt_half::rn(__kp_cuda::fmt_bf16::to_float(__kp_cuda::bits<unsigned short>(b))));
 }
-KP_INLINE __nv_bfloat16 __half2bfloat16(const __half h) {
-  return kp_bf16_rn(kp_cuda::fmt_half::to_float(kp_cuda::bits<unsigned short>(h)));
+__KP_INLINE __nv_bfloat16 __half2bfloat16(const __half h) {
+  return __kp_bf16_rn(__kp_cuda::fmt_half::to_float(__kp_cuda::bits<unsigned short>(h)));
 }
 
-KP_INLINE __nv_bfloat162 __halves2bfloat162(const __nv_bfloat16 a, const __nv_bfloat16 b) {
+__KP_INLINE __nv_bfloat162 __halves2bfloat162(const __nv_bfloat16 a, const __nv_bfloat16 b) {
   return __nv_bfloat162(a, b);
 }
-KP_INLINE __nv_bfloat162 make_bfloat162(const __nv_bfloat16 a, const __nv_bfloat16 b) {
+__KP_INLINE __nv_bfloat162 make_bfloat162(const __nv_bfloat16 a, const __nv_bfloat16 b) {
   return __nv_bfloat162(a, b);
 }
-KP_INLINE __nv_bfloat162 __bfloat162bfloat162(const __nv_bfloat16 a) {
+__KP_INLINE __nv_bfloat162 __bfloat162bfloat162(const __nv_bfloat16 a) {
   return __nv_bfloat162(a, a);
 }
-KP_INLINE __nv_bfloat162 __float2bfloat162_rn(const float f) {
-  return __bfloat162bfloat162(kp_bf16_rn(f));
+__KP_INLINE __nv_bfloat162 __float2bfloat162_rn(const float f) {
+  return __bfloat162bfloat162(__kp_bf16_rn(f));
 }
-KP_INLINE __nv_bfloat162 __floats2bfloat162_rn(const float a, const float b) {
-  return __nv_bfloat162(kp_bf16_rn(a), kp_bf16_rn(b));
+__KP_INLINE __nv_bfloat162 __floats2bfloat162_rn(const float a, const float b) {
+  return __nv_bfloat162(__kp_bf16_rn(a), __kp_bf16_rn(b));
 }
-KP_INLINE __nv_bfloat162 __float22bfloat162_rn(const float2 f) {
+__KP_INLINE __nv_bfloat162 __float22bfloat162_rn(const float2 f) {
   return __floats2bfloat162_rn(f.x, f.y);
 }
-KP_INLINE float2 __bfloat1622float2(const __nv_bfloat162 h) {
-  return make_float2(kp_cuda::fmt_bf16::to_float(kp_cuda::bits<unsigned short>(h.x)),
-                     kp_cuda::fmt_bf16::to_float(kp_cuda::bits<unsigned short>(h.y)));
+__KP_INLINE float2 __bfloat1622float2(const __nv_bfloat162 h) {
+  return make_float2(__kp_cuda::fmt_bf16::to_float(__kp_cuda::bits<unsigned short>(h.x)),
+                     __kp_cuda::fmt_bf16::to_float(__kp_cuda::bits<unsigned short>(h.y)));
 }
-KP_INLINE __nv_bfloat16 __low2bfloat16(const __nv_bfloat162 h) { return h.x; }
-KP_INLINE __nv_bfloat16 __high2bfloat16(const __nv_bfloat162 h) { return h.y; }
-KP_INLINE float __low2float(const __nv_bfloat162 h) {
-  return kp_cuda::fmt_bf16::to_float(kp_cuda::bits<unsigned short>(h.x));
+__KP_INLINE __nv_bfloat16 __low2bfloat16(const __nv_bfloat162 h) { return h.x; }
+__KP_INLINE __nv_bfloat16 __high2bfloat16(const __nv_bfloat162 h) { return h.y; }
+__KP_INLINE float __low2float(const __nv_bfloat162 h) {
+  return __kp_cuda::fmt_bf16::to_float(__kp_cuda::bits<unsigned short>(h.x));
 }
-KP_INLINE float __high2float(const __nv_bfloat162 h) {
-  return kp_cuda::fmt_bf16::to_float(kp_cuda::bits<unsigned short>(h.y));
+__KP_INLINE float __high2float(const __nv_bfloat162 h) {
+  return __kp_cuda::fmt_bf16::to_float(__kp_cuda::bits<unsigned short>(h.y));
 }
-KP_INLINE __nv_bfloat162 __lows2bfloat162(const __nv_bfloat162 a, const __nv_bfloat162 b) {
+__KP_INLINE __nv_bfloat162 __lows2bfloat162(const __nv_bfloat162 a, const __nv_bfloat162 b) {
   return __nv_bfloat162(a.x, b.x);
 }
-KP_INLINE __nv_bfloat162 __highs2bfloat162(const __nv_bfloat162 a, const __nv_bfloat162 b) {
+__KP_INLINE __nv_bfloat162 __highs2bfloat162(const __nv_bfloat162 a, const __nv_bfloat162 b) {
   return __nv_bfloat162(a.y, b.y);
 }
-KP_INLINE __nv_bfloat162 __low2bfloat162(const __nv_bfloat162 a) {
+__KP_INLINE __nv_bfloat162 __low2bfloat162(const __nv_bfloat162 a) {
   return __nv_bfloat162(a.x, a.x);
 }
-KP_INLINE __nv_bfloat162 __high2bfloat162(const __nv_bfloat162 a) {
+__KP_INLINE __nv_bfloat162 __high2bfloat162(const __nv_bfloat162 a) {
   return __nv_bfloat162(a.y, a.y);
 }
-KP_INLINE __nv_bfloat162 __lowhigh2highlow(const __nv_bfloat162 a) {
+__KP_INLINE __nv_bfloat162 __lowhigh2highlow(const __nv_bfloat162 a) {
   return __nv_bfloat162(a.y, a.x);
 }
 
-KP_F16_ALL_INT_CONV(__nv_bfloat16, bfloat16, kp_cuda::fmt_bf16)
+__KP_F16_ALL_INT_CONV(__nv_bfloat16, bfloat16, __kp_cuda::fmt_bf16)
 
 #define CUDART_INF_BF16 __ushort_as_bfloat16((unsigned short)0x7F80U)
 #define CUDART_NAN_BF16 __ushort_as_bfloat16((unsigned short)0x7FFFU)
@@ -198,17 +198,17 @@ KP_F16_ALL_INT_CONV(__nv_bfloat16, bfloat16, kp_cuda::fmt_bf16)
 #define CUDART_ZERO_BF16 __ushort_as_bfloat16((unsigned short)0x0000U)
 #define CUDART_ONE_BF16 __ushort_as_bfloat16((unsigned short)0x3F80U)
 
-#define KP_H __nv_bfloat16
-#define KP_H2 __nv_bfloat162
-#define KP_FMT kp_cuda::fmt_bf16
+#define __KP_H __nv_bfloat16
+#define __KP_H2 __nv_bfloat162
+#define __KP_FMT __kp_cuda::fmt_bf16
 #if defined(__CUDA_NO_BFLOAT16_OPERATORS__)
-#define KP_H_NO_OPS 1
+#define __KP_H_NO_OPS 1
 #else
-#define KP_H_NO_OPS 0
+#define __KP_H_NO_OPS 0
 #endif
 #if defined(__CUDA_NO_BFLOAT162_OPERATORS__)
-#define KP_H2_NO_OPS 1
+#define __KP_H2_NO_OPS 1
 #else
-#define KP_H2_NO_OPS 0
+#define __KP_H2_NO_OPS 0
 #endif
 #include <kport/cuda/f16_ops.inc>

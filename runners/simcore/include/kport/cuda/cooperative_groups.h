@@ -15,35 +15,35 @@ class thread_group;
 
 class thread_block {
  public:
-  static void sync(KP_SITE) { kp_barrier(kp_line, kp_col, 0, 0); }
+  static void sync(__KP_SITE) { __kp_barrier(__kp_line, __kp_col, 0, 0); }
   static unsigned int size() { return num_threads(); }
   static unsigned int num_threads() {
-    const uint32_t* d = kp_cur->tg_dispatch;
+    const uint32_t* d = __kp_cur->tg_dispatch;
     return d[0] * d[1] * d[2];
   }
-  static unsigned int thread_rank() { return kp_cur->linear; }
-  static dim3 group_index() { return dim3(kp_cur->gid[0], kp_cur->gid[1], kp_cur->gid[2]); }
-  static dim3 thread_index() { return dim3(kp_cur->tid[0], kp_cur->tid[1], kp_cur->tid[2]); }
+  static unsigned int thread_rank() { return __kp_cur->linear; }
+  static dim3 group_index() { return dim3(__kp_cur->gid[0], __kp_cur->gid[1], __kp_cur->gid[2]); }
+  static dim3 thread_index() { return dim3(__kp_cur->tid[0], __kp_cur->tid[1], __kp_cur->tid[2]); }
   static dim3 group_dim() {
-    return dim3(kp_cur->tg_dispatch[0], kp_cur->tg_dispatch[1], kp_cur->tg_dispatch[2]);
+    return dim3(__kp_cur->tg_dispatch[0], __kp_cur->tg_dispatch[1], __kp_cur->tg_dispatch[2]);
   }
   static dim3 dim_threads() { return group_dim(); }
   struct arrival_token {};
   arrival_token barrier_arrive() const { return {}; }
-  void barrier_wait(arrival_token&&, KP_SITE) const { kp_barrier(kp_line, kp_col, 0, 0); }
+  void barrier_wait(arrival_token&&, __KP_SITE) const { __kp_barrier(__kp_line, __kp_col, 0, 0); }
   operator thread_group() const;
 };
 
-KP_INLINE thread_block this_thread_block() { return thread_block(); }
+__KP_INLINE thread_block this_thread_block() { return thread_block(); }
 
-namespace kp_detail {
+namespace __kp_detail {
 // Lanes of this thread's N-lane tile within its warp.
 template <unsigned N>
-KP_INLINE unsigned tile_mask() {
+__KP_INLINE unsigned tile_mask() {
   if constexpr (N == 32) return 0xFFFFFFFFu;
-  else return ((1u << N) - 1u) << (kp_cur->lane & ~(N - 1u));
+  else return ((1u << N) - 1u) << (__kp_cur->lane & ~(N - 1u));
 }
-}  // namespace kp_detail
+}  // namespace __kp_detail
 
 // Statically sized tile of a block; Parent = void is the type-erased form all tiles convert to.
 template <unsigned N, class Parent = void>
@@ -61,57 +61,57 @@ class thread_block_tile<N, void> {
       : meta_rank_(meta_rank), meta_size_(meta_size) {}
   static constexpr unsigned int num_threads() { return N; }
   static constexpr unsigned int size() { return N; }
-  static unsigned int thread_rank() { return kp_cur->lane & (N - 1u); }
+  static unsigned int thread_rank() { return __kp_cur->lane & (N - 1u); }
   unsigned int meta_group_rank() const { return meta_rank_; }
   unsigned int meta_group_size() const { return meta_size_; }
-  static unsigned int build_mask() { return kp_detail::tile_mask<N>(); }
+  static unsigned int build_mask() { return __kp_detail::tile_mask<N>(); }
 
-  void sync(KP_SITE) const { __syncwarp(build_mask(), kp_line, kp_col); }
+  void sync(__KP_SITE) const { __syncwarp(build_mask(), __kp_line, __kp_col); }
   template <class T>
-  T shfl(T v, int src_rank, KP_SITE) const {
-    static_assert(sizeof(T) <= KP_SLOT_BYTES, "shuffled type too large");
-    return kp_cuda::shfl<T>("tile.shfl", build_mask(), v, kp_cuda::SHFL_IDX, (unsigned)src_rank, N,
-                            kp_line, kp_col);
+  T shfl(T v, int src_rank, __KP_SITE) const {
+    static_assert(sizeof(T) <= __KP_SLOT_BYTES, "shuffled type too large");
+    return __kp_cuda::shfl<T>("tile.shfl", build_mask(), v, __kp_cuda::SHFL_IDX, (unsigned)src_rank, N,
+                            __kp_line, __kp_col);
   }
   template <class T>
-  T shfl_down(T v, unsigned int delta, KP_SITE) const {
-    static_assert(sizeof(T) <= KP_SLOT_BYTES, "shuffled type too large");
-    return kp_cuda::shfl<T>("tile.shfl_down", build_mask(), v, kp_cuda::SHFL_DOWN, delta, N,
-                            kp_line, kp_col);
+  T shfl_down(T v, unsigned int delta, __KP_SITE) const {
+    static_assert(sizeof(T) <= __KP_SLOT_BYTES, "shuffled type too large");
+    return __kp_cuda::shfl<T>("tile.shfl_down", build_mask(), v, __kp_cuda::SHFL_DOWN, delta, N,
+                            __kp_line, __kp_col);
   }
   template <class T>
-  T shfl_up(T v, unsigned int delta, KP_SITE) const {
-    static_assert(sizeof(T) <= KP_SLOT_BYTES, "shuffled type too large");
-    return kp_cuda::shfl<T>("tile.shfl_up", build_mask(), v, kp_cuda::SHFL_UP, delta, N, kp_line,
-                            kp_col);
+  T shfl_up(T v, unsigned int delta, __KP_SITE) const {
+    static_assert(sizeof(T) <= __KP_SLOT_BYTES, "shuffled type too large");
+    return __kp_cuda::shfl<T>("tile.shfl_up", build_mask(), v, __kp_cuda::SHFL_UP, delta, N, __kp_line,
+                            __kp_col);
   }
   template <class T>
-  T shfl_xor(T v, unsigned int lane_mask, KP_SITE) const {
-    static_assert(sizeof(T) <= KP_SLOT_BYTES, "shuffled type too large");
-    return kp_cuda::shfl<T>("tile.shfl_xor", build_mask(), v, kp_cuda::SHFL_BFLY, lane_mask, N,
-                            kp_line, kp_col);
+  T shfl_xor(T v, unsigned int lane_mask, __KP_SITE) const {
+    static_assert(sizeof(T) <= __KP_SLOT_BYTES, "shuffled type too large");
+    return __kp_cuda::shfl<T>("tile.shfl_xor", build_mask(), v, __kp_cuda::SHFL_BFLY, lane_mask, N,
+                            __kp_line, __kp_col);
   }
   // Votes report bits in tile-rank order.
-  unsigned int ballot(int pred, KP_SITE) const {
+  unsigned int ballot(int pred, __KP_SITE) const {
     unsigned m = build_mask();
-    return __ballot_sync(m, pred, kp_line, kp_col) >> __builtin_ctz(m);
+    return __ballot_sync(m, pred, __kp_line, __kp_col) >> __builtin_ctz(m);
   }
-  int any(int pred, KP_SITE) const {
-    return __ballot_sync(build_mask(), pred, kp_line, kp_col) != 0;
+  int any(int pred, __KP_SITE) const {
+    return __ballot_sync(build_mask(), pred, __kp_line, __kp_col) != 0;
   }
-  int all(int pred, KP_SITE) const {
+  int all(int pred, __KP_SITE) const {
     unsigned m = build_mask();
-    return __ballot_sync(m, pred, kp_line, kp_col) == m;
-  }
-  template <class T>
-  unsigned int match_any(T v, KP_SITE) const {
-    unsigned m = build_mask();
-    return __match_any_sync(m, v, kp_line, kp_col) >> __builtin_ctz(m);
+    return __ballot_sync(m, pred, __kp_line, __kp_col) == m;
   }
   template <class T>
-  unsigned int match_all(T v, int& pred, KP_SITE) const {
+  unsigned int match_any(T v, __KP_SITE) const {
     unsigned m = build_mask();
-    return __match_all_sync(m, v, &pred, kp_line, kp_col) >> __builtin_ctz(m);
+    return __match_any_sync(m, v, __kp_line, __kp_col) >> __builtin_ctz(m);
+  }
+  template <class T>
+  unsigned int match_all(T v, int& pred, __KP_SITE) const {
+    unsigned m = build_mask();
+    return __match_all_sync(m, v, &pred, __kp_line, __kp_col) >> __builtin_ctz(m);
   }
   operator thread_group() const;
 };
@@ -124,15 +124,15 @@ class thread_block_tile : public thread_block_tile<N, void> {
 };
 
 template <unsigned N>
-KP_INLINE thread_block_tile<N, thread_block> tiled_partition(const thread_block&) {
+__KP_INLINE thread_block_tile<N, thread_block> tiled_partition(const thread_block&) {
   unsigned size = thread_block::num_threads();
-  return thread_block_tile<N, thread_block>(kp_cur->linear / N, (size + N - 1) / N);
+  return thread_block_tile<N, thread_block>(__kp_cur->linear / N, (size + N - 1) / N);
 }
 template <unsigned N, unsigned M, class P>
-KP_INLINE thread_block_tile<N, thread_block_tile<M, P>> tiled_partition(
+__KP_INLINE thread_block_tile<N, thread_block_tile<M, P>> tiled_partition(
     const thread_block_tile<M, P>&) {
   static_assert(N <= M, "a tile can only be split into smaller tiles");
-  return thread_block_tile<N, thread_block_tile<M, P>>((kp_cur->lane & (M - 1u)) / N, M / N);
+  return thread_block_tile<N, thread_block_tile<M, P>>((__kp_cur->lane & (M - 1u)) / N, M / N);
 }
 
 // Type-erased group: the whole block, or a tile of up to 32 lanes.
@@ -146,17 +146,17 @@ class thread_group {
   unsigned int size() const { return size_; }
   unsigned int num_threads() const { return size_; }
   unsigned int thread_rank() const {
-    return block_ ? kp_cur->linear
-                  : (unsigned)__builtin_popcount(mask_ & ((1u << kp_cur->lane) - 1u));
+    return block_ ? __kp_cur->linear
+                  : (unsigned)__builtin_popcount(mask_ & ((1u << __kp_cur->lane) - 1u));
   }
-  void sync(KP_SITE) const {
+  void sync(__KP_SITE) const {
     if (block_)
-      kp_barrier(kp_line, kp_col, 0, 0);
+      __kp_barrier(__kp_line, __kp_col, 0, 0);
     else
-      __syncwarp(mask_, kp_line, kp_col);
+      __syncwarp(mask_, __kp_line, __kp_col);
   }
   bool is_block() const { return block_; }
-  unsigned int kp_mask() const { return mask_; }
+  unsigned int __kp_mask() const { return mask_; }
 };
 inline thread_block::operator thread_group() const { return thread_group(true, num_threads(), 0); }
 template <unsigned N>
@@ -164,11 +164,11 @@ inline thread_block_tile<N, void>::operator thread_group() const {
   return thread_group(false, N, build_mask());
 }
 // Dynamic partition into tiles of `n` threads (a power of 2 up to 32 here).
-KP_INLINE thread_group tiled_partition(const thread_group& parent, unsigned int n, KP_SITE) {
+__KP_INLINE thread_group tiled_partition(const thread_group& parent, unsigned int n, __KP_SITE) {
   if (n == 0 || n > 32 || (n & (n - 1)) || (!parent.is_block() && n > parent.size()))
-    kp_fatal(KP_F_UNSUPPORTED, kp_line,
+    __kp_fatal(__KP_F_UNSUPPORTED, __kp_line,
              "tiled_partition(group, n): only power-of-2 tiles of up to 32 threads are modelled");
-  unsigned base = kp_cur->lane & ~(n - 1u);
+  unsigned base = __kp_cur->lane & ~(n - 1u);
   return thread_group(false, n, n == 32 ? 0xFFFFFFFFu : ((1u << n) - 1u) << base);
 }
 
@@ -181,56 +181,56 @@ class coalesced_group {
   unsigned int size() const { return (unsigned)__builtin_popcount(mask_); }
   unsigned int num_threads() const { return size(); }
   unsigned int thread_rank() const {
-    return (unsigned)__builtin_popcount(mask_ & ((1u << kp_cur->lane) - 1u));
+    return (unsigned)__builtin_popcount(mask_ & ((1u << __kp_cur->lane) - 1u));
   }
   unsigned int meta_group_rank() const { return 0; }
   unsigned int meta_group_size() const { return 1; }
-  void sync(KP_SITE) const { __syncwarp(mask_, kp_line, kp_col); }
+  void sync(__KP_SITE) const { __syncwarp(mask_, __kp_line, __kp_col); }
   // Rank-addressed shuffles: rank r is the r-th lane of the mask.
   template <class T>
-  T shfl(T v, unsigned int src_rank, KP_SITE) const {
+  T shfl(T v, unsigned int src_rank, __KP_SITE) const {
     unsigned lane = __fns(mask_, 0, (int)(src_rank % size()) + 1);
-    return kp_cuda::shfl<T>("coalesced.shfl", mask_, v, kp_cuda::SHFL_IDX, lane, 32, kp_line,
-                            kp_col);
+    return __kp_cuda::shfl<T>("coalesced.shfl", mask_, v, __kp_cuda::SHFL_IDX, lane, 32, __kp_line,
+                            __kp_col);
   }
   template <class T>
-  T shfl_down(T v, unsigned int delta, KP_SITE) const {
+  T shfl_down(T v, unsigned int delta, __KP_SITE) const {
     unsigned r = thread_rank() + delta;
-    unsigned lane = r < size() ? __fns(mask_, 0, (int)r + 1) : kp_cur->lane;
-    return kp_cuda::shfl<T>("coalesced.shfl_down", mask_, v, kp_cuda::SHFL_IDX, lane, 32, kp_line,
-                            kp_col);
+    unsigned lane = r < size() ? __fns(mask_, 0, (int)r + 1) : __kp_cur->lane;
+    return __kp_cuda::shfl<T>("coalesced.shfl_down", mask_, v, __kp_cuda::SHFL_IDX, lane, 32, __kp_line,
+                            __kp_col);
   }
   template <class T>
-  T shfl_up(T v, unsigned int delta, KP_SITE) const {
+  T shfl_up(T v, unsigned int delta, __KP_SITE) const {
     unsigned r = thread_rank();
-    unsigned lane = r >= delta ? __fns(mask_, 0, (int)(r - delta) + 1) : kp_cur->lane;
-    return kp_cuda::shfl<T>("coalesced.shfl_up", mask_, v, kp_cuda::SHFL_IDX, lane, 32, kp_line,
-                            kp_col);
+    unsigned lane = r >= delta ? __fns(mask_, 0, (int)(r - delta) + 1) : __kp_cur->lane;
+    return __kp_cuda::shfl<T>("coalesced.shfl_up", mask_, v, __kp_cuda::SHFL_IDX, lane, 32, __kp_line,
+                            __kp_col);
   }
-  unsigned int ballot(int pred, KP_SITE) const {  // compressed to rank order
-    unsigned b = __ballot_sync(mask_, pred, kp_line, kp_col), r = 0, i = 0;
+  unsigned int ballot(int pred, __KP_SITE) const {  // compressed to rank order
+    unsigned b = __ballot_sync(mask_, pred, __kp_line, __kp_col), r = 0, i = 0;
     for (unsigned m = mask_; m; m &= m - 1, ++i)
       if (b >> __builtin_ctz(m) & 1u) r |= 1u << i;
     return r;
   }
-  int any(int pred, KP_SITE) const { return __ballot_sync(mask_, pred, kp_line, kp_col) != 0; }
-  int all(int pred, KP_SITE) const { return __ballot_sync(mask_, pred, kp_line, kp_col) == mask_; }
+  int any(int pred, __KP_SITE) const { return __ballot_sync(mask_, pred, __kp_line, __kp_col) != 0; }
+  int all(int pred, __KP_SITE) const { return __ballot_sync(mask_, pred, __kp_line, __kp_col) == mask_; }
   operator thread_group() const { return thread_group(false, size(), mask_); }
 };
-KP_INLINE coalesced_group coalesced_threads(KP_SITE) {
-  return coalesced_group(__activemask(kp_line, kp_col));
+__KP_INLINE coalesced_group coalesced_threads(__KP_SITE) {
+  return coalesced_group(__activemask(__kp_line, __kp_col));
 }
 
 template <class G>
-KP_INLINE void sync(const G& g, KP_SITE) {
-  g.sync(kp_line, kp_col);
+__KP_INLINE void sync(const G& g, __KP_SITE) {
+  g.sync(__kp_line, __kp_col);
 }
 template <class G>
-KP_INLINE unsigned int thread_rank(const G& g) {
+__KP_INLINE unsigned int thread_rank(const G& g) {
   return g.thread_rank();
 }
 template <class G>
-KP_INLINE unsigned int group_size(const G& g) {
+__KP_INLINE unsigned int group_size(const G& g) {
   return g.size();
 }
 
@@ -262,39 +262,39 @@ struct bit_xor {
 
 // Butterfly from size/2 down to 1, own value on the left: every lane gets the result.
 template <unsigned N, class P, class T, class Op>
-KP_INLINE T reduce(const thread_block_tile<N, P>& g, T v, Op op, KP_SITE) {
-  for (unsigned m = N / 2; m > 0; m >>= 1) v = op(v, g.shfl_xor(v, m, kp_line, kp_col));
+__KP_INLINE T reduce(const thread_block_tile<N, P>& g, T v, Op op, __KP_SITE) {
+  for (unsigned m = N / 2; m > 0; m >>= 1) v = op(v, g.shfl_xor(v, m, __kp_line, __kp_col));
   return v;
 }
 template <class T, class Op>
-KP_INLINE T reduce(const coalesced_group& g, T v, Op op, KP_SITE) {
+__KP_INLINE T reduce(const coalesced_group& g, T v, Op op, __KP_SITE) {
   // Rank-ordered tree over shfl_down, then broadcast from rank 0.
   for (unsigned d = 1; d < g.size(); d <<= 1) {
-    T o = g.shfl_down(v, d, kp_line, kp_col);
+    T o = g.shfl_down(v, d, __kp_line, __kp_col);
     if (g.thread_rank() % (2 * d) == 0 && g.thread_rank() + d < g.size()) v = op(v, o);
   }
-  return g.shfl(v, 0, kp_line, kp_col);
+  return g.shfl(v, 0, __kp_line, __kp_col);
 }
 template <class G, class T, class Op>
-KP_INLINE T inclusive_scan(const G& g, T v, Op op, KP_SITE) {
+__KP_INLINE T inclusive_scan(const G& g, T v, Op op, __KP_SITE) {
   for (unsigned d = 1; d < g.size(); d <<= 1) {
-    T o = g.shfl_up(v, d, kp_line, kp_col);
+    T o = g.shfl_up(v, d, __kp_line, __kp_col);
     if (d <= g.thread_rank()) v = op(v, o);
   }
   return v;
 }
 template <class G, class T>
-KP_INLINE T inclusive_scan(const G& g, T v, KP_SITE) {
-  return inclusive_scan(g, v, plus<T>(), kp_line, kp_col);
+__KP_INLINE T inclusive_scan(const G& g, T v, __KP_SITE) {
+  return inclusive_scan(g, v, plus<T>(), __kp_line, __kp_col);
 }
 template <class G, class T, class Op>
-KP_INLINE T exclusive_scan(const G& g, T v, Op op, KP_SITE) {
-  T r = g.shfl_up(inclusive_scan(g, v, op, kp_line, kp_col), 1, kp_line, kp_col);
+__KP_INLINE T exclusive_scan(const G& g, T v, Op op, __KP_SITE) {
+  T r = g.shfl_up(inclusive_scan(g, v, op, __kp_line, __kp_col), 1, __kp_line, __kp_col);
   return g.thread_rank() == 0 ? T{} : r;
 }
 template <class G, class T>
-KP_INLINE T exclusive_scan(const G& g, T v, KP_SITE) {
-  return exclusive_scan(g, v, plus<T>(), kp_line, kp_col);
+__KP_INLINE T exclusive_scan(const G& g, T v, __KP_SITE) {
+  return exclusive_scan(g, v, plus<T>(), __kp_line, __kp_col);
 }
 
 }  // namespace cooperative_groups

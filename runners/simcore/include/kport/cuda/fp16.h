@@ -41,38 +41,38 @@ struct alignas(2) __half {
 
 #if !defined(__CUDA_NO_HALF_CONVERSIONS__)
   explicit __half(__nv_bfloat16 b);  // defined in bf16.h
-  __half(float f) : __x(kp_cuda::fmt_half::rn(f)) {}
-  __half(double d) : __x(kp_cuda::to16<kp_cuda::fmt_half>(d, kp_cuda::RN)) {}
-  operator float() const { return kp_cuda::fmt_half::to_float_canon(__x); }
+  __half(float f) : __x(__kp_cuda::fmt_half::rn(f)) {}
+  __half(double d) : __x(__kp_cuda::to16<__kp_cuda::fmt_half>(d, __kp_cuda::RN)) {}
+  operator float() const { return __kp_cuda::fmt_half::to_float_canon(__x); }
   __half& operator=(float f) {
-    __x = kp_cuda::fmt_half::rn(f);
+    __x = __kp_cuda::fmt_half::rn(f);
     return *this;
   }
   __half& operator=(double d) {
-    __x = kp_cuda::to16<kp_cuda::fmt_half>(d, kp_cuda::RN);
+    __x = __kp_cuda::to16<__kp_cuda::fmt_half>(d, __kp_cuda::RN);
     return *this;
   }
 
   // Integers convert with round-to-nearest; the reverse truncates and saturates, as PTX cvt does.
-#define KP_HALF_INT(I)                                                                             \
-  __half(I v) : __x(kp_cuda::int_to16<kp_cuda::fmt_half>(v, kp_cuda::RN)) {}                       \
-  operator I() const { return kp_cuda::f16_to_int<I, kp_cuda::fmt_half>(__x, kp_cuda::RZ); }
-  KP_HALF_INT(short)
-  KP_HALF_INT(unsigned short)
-  KP_HALF_INT(int)
-  KP_HALF_INT(unsigned int)
-  KP_HALF_INT(long)
-  KP_HALF_INT(unsigned long)
-  KP_HALF_INT(long long)
-  KP_HALF_INT(unsigned long long)
-#undef KP_HALF_INT
+#define __KP_HALF_INT(I)                                                                             \
+  __half(I v) : __x(__kp_cuda::int_to16<__kp_cuda::fmt_half>(v, __kp_cuda::RN)) {}                       \
+  operator I() const { return __kp_cuda::f16_to_int<I, __kp_cuda::fmt_half>(__x, __kp_cuda::RZ); }
+  __KP_HALF_INT(short)
+  __KP_HALF_INT(unsigned short)
+  __KP_HALF_INT(int)
+  __KP_HALF_INT(unsigned int)
+  __KP_HALF_INT(long)
+  __KP_HALF_INT(unsigned long)
+  __KP_HALF_INT(long long)
+  __KP_HALF_INT(unsigned long long)
+#undef __KP_HALF_INT
   operator signed char() const {
-    return kp_cuda::f16_to_int<signed char, kp_cuda::fmt_half>(__x, kp_cuda::RZ);
+    return __kp_cuda::f16_to_int<signed char, __kp_cuda::fmt_half>(__x, __kp_cuda::RZ);
   }
   operator unsigned char() const {
-    return kp_cuda::f16_to_int<unsigned char, kp_cuda::fmt_half>(__x, kp_cuda::RZ);
+    return __kp_cuda::f16_to_int<unsigned char, __kp_cuda::fmt_half>(__x, __kp_cuda::RZ);
   }
-  operator char() const { return kp_cuda::f16_to_int<char, kp_cuda::fmt_half>(__x, kp_cuda::RZ); }
+  operator char() const { return __kp_cuda::f16_to_int<char, __kp_cuda::fmt_half>(__x, __kp_cuda::RZ); }
   operator bool() const { return (__x & 0x7FFFu) != 0; }
   __half& operator=(short v) { return *this = __half(v); }
   __half& operator=(unsigned short v) { return *this = __half(v); }
@@ -102,86 +102,86 @@ static_assert(sizeof(__half2) == 4 && alignof(__half2) == 4, "CUDA __half2 layou
 static_assert(__is_trivially_copyable(__half2), "shuffles and shared memory copy bytes");
 
 // ---- Conversions ------------------------------------------------------------------------------
-KP_INLINE constexpr unsigned short __half_as_ushort(const __half h) {
-  return kp_cuda::bits<unsigned short>(h);
+__KP_INLINE constexpr unsigned short __half_as_ushort(const __half h) {
+  return __kp_cuda::bits<unsigned short>(h);
 }
-KP_INLINE constexpr short __half_as_short(const __half h) { return kp_cuda::bits<short>(h); }
-KP_INLINE constexpr __half __ushort_as_half(const unsigned short u) { return __half_raw{u}; }
-KP_INLINE constexpr __half __short_as_half(const short s) { return __half_raw{(unsigned short)s}; }
+__KP_INLINE constexpr short __half_as_short(const __half h) { return __kp_cuda::bits<short>(h); }
+__KP_INLINE constexpr __half __ushort_as_half(const unsigned short u) { return __half_raw{u}; }
+__KP_INLINE constexpr __half __short_as_half(const short s) { return __half_raw{(unsigned short)s}; }
 
-KP_INLINE float __half2float(const __half h) {
-  return kp_cuda::fmt_half::to_float_canon(kp_cuda::bits<unsigned short>(h));
+__KP_INLINE float __half2float(const __half h) {
+  return __kp_cuda::fmt_half::to_float_canon(__kp_cuda::bits<unsigned short>(h));
 }
-KP_INLINE __half kp_half_rn(float f) { return __ushort_as_half(kp_cuda::fmt_half::rn(f)); }
-KP_INLINE __half __float2half(const float f) { return kp_half_rn(f); }
-KP_INLINE __half __float2half_rn(const float f) { return kp_half_rn(f); }
-KP_INLINE __half __float2half_rz(const float f) {
-  return __ushort_as_half(kp_cuda::to16<kp_cuda::fmt_half>(f, kp_cuda::RZ));
+__KP_INLINE __half __kp_half_rn(float f) { return __ushort_as_half(__kp_cuda::fmt_half::rn(f)); }
+__KP_INLINE __half __float2half(const float f) { return __kp_half_rn(f); }
+__KP_INLINE __half __float2half_rn(const float f) { return __kp_half_rn(f); }
+__KP_INLINE __half __float2half_rz(const float f) {
+  return __ushort_as_half(__kp_cuda::to16<__kp_cuda::fmt_half>(f, __kp_cuda::RZ));
 }
-KP_INLINE __half __float2half_rd(const float f) {
-  return __ushort_as_half(kp_cuda::to16<kp_cuda::fmt_half>(f, kp_cuda::RD));
+__KP_INLINE __half __float2half_rd(const float f) {
+  return __ushort_as_half(__kp_cuda::to16<__kp_cuda::fmt_half>(f, __kp_cuda::RD));
 }
-KP_INLINE __half __float2half_ru(const float f) {
-  return __ushort_as_half(kp_cuda::to16<kp_cuda::fmt_half>(f, kp_cuda::RU));
+__KP_INLINE __half __float2half_ru(const float f) {
+  return __ushort_as_half(__kp_cuda::to16<__kp_cuda::fmt_half>(f, __kp_cuda::RU));
 }
-KP_INLINE __half __double2half(const double d) {
-  return __ushort_as_half(kp_cuda::to16<kp_cuda::fmt_half>(d, kp_cuda::RN));
+__KP_INLINE __half __double2half(const double d) {
+  return __ushort_as_half(__kp_cuda::to16<__kp_cuda::fmt_half>(d, __kp_cuda::RN));
 }
 
-KP_INLINE __half2 __halves2half2(const __half a, const __half b) { return __half2(a, b); }
-KP_INLINE __half2 make_half2(const __half a, const __half b) { return __half2(a, b); }
-KP_INLINE __half2 __half2half2(const __half a) { return __half2(a, a); }
-KP_INLINE __half2 __float2half2_rn(const float f) { return __half2half2(kp_half_rn(f)); }
-KP_INLINE __half2 __floats2half2_rn(const float a, const float b) {
-  return __half2(kp_half_rn(a), kp_half_rn(b));
+__KP_INLINE __half2 __halves2half2(const __half a, const __half b) { return __half2(a, b); }
+__KP_INLINE __half2 make_half2(const __half a, const __half b) { return __half2(a, b); }
+__KP_INLINE __half2 __half2half2(const __half a) { return __half2(a, a); }
+__KP_INLINE __half2 __float2half2_rn(const float f) { return __half2half2(__kp_half_rn(f)); }
+__KP_INLINE __half2 __floats2half2_rn(const float a, const float b) {
+  return __half2(__kp_half_rn(a), __kp_half_rn(b));
 }
-KP_INLINE __half2 __float22half2_rn(const float2 f) { return __floats2half2_rn(f.x, f.y); }
-KP_INLINE float2 __half22float2(const __half2 h) {
-  return make_float2(kp_cuda::fmt_half::to_float_canon(kp_cuda::bits<unsigned short>(h.x)),
-                     kp_cuda::fmt_half::to_float_canon(kp_cuda::bits<unsigned short>(h.y)));
+__KP_INLINE __half2 __float22half2_rn(const float2 f) { return __floats2half2_rn(f.x, f.y); }
+__KP_INLINE float2 __half22float2(const __half2 h) {
+  return make_float2(__kp_cuda::fmt_half::to_float_canon(__kp_cuda::bits<unsigned short>(h.x)),
+                     __kp_cuda::fmt_half::to_float_canon(__kp_cuda::bits<unsigned short>(h.y)));
 }
-KP_INLINE __half __low2half(const __half2 h) { return h.x; }
-KP_INLINE __half __high2half(const __half2 h) { return h.y; }
-KP_INLINE float __low2float(const __half2 h) {
-  return kp_cuda::fmt_half::to_float_canon(kp_cuda::bits<unsigned short>(h.x));
+__KP_INLINE __half __low2half(const __half2 h) { return h.x; }
+__KP_INLINE __half __high2half(const __half2 h) { return h.y; }
+__KP_INLINE float __low2float(const __half2 h) {
+  return __kp_cuda::fmt_half::to_float_canon(__kp_cuda::bits<unsigned short>(h.x));
 }
-KP_INLINE float __high2float(const __half2 h) {
-  return kp_cuda::fmt_half::to_float_canon(kp_cuda::bits<unsigned short>(h.y));
+__KP_INLINE float __high2float(const __half2 h) {
+  return __kp_cuda::fmt_half::to_float_canon(__kp_cuda::bits<unsigned short>(h.y));
 }
-KP_INLINE __half2 __lows2half2(const __half2 a, const __half2 b) { return __half2(a.x, b.x); }
-KP_INLINE __half2 __highs2half2(const __half2 a, const __half2 b) { return __half2(a.y, b.y); }
-KP_INLINE __half2 __low2half2(const __half2 a) { return __half2(a.x, a.x); }
-KP_INLINE __half2 __high2half2(const __half2 a) { return __half2(a.y, a.y); }
-KP_INLINE __half2 __lowhigh2highlow(const __half2 a) { return __half2(a.y, a.x); }
+__KP_INLINE __half2 __lows2half2(const __half2 a, const __half2 b) { return __half2(a.x, b.x); }
+__KP_INLINE __half2 __highs2half2(const __half2 a, const __half2 b) { return __half2(a.y, b.y); }
+__KP_INLINE __half2 __low2half2(const __half2 a) { return __half2(a.x, a.x); }
+__KP_INLINE __half2 __high2half2(const __half2 a) { return __half2(a.y, a.y); }
+__KP_INLINE __half2 __lowhigh2highlow(const __half2 a) { return __half2(a.y, a.x); }
 
 // __half2int_rn, __int2half_rz, ...: every integer type in every rounding mode. Shared with bf16.
-#define KP_F16_INT_CONV_MODE(H, HN, FMT, T, I, SFX, M)                                             \
-  KP_INLINE I __##HN##2##T##_##SFX(const H h) {                                                    \
-    return kp_cuda::f16_to_int<I, FMT>(kp_cuda::bits<unsigned short>(h), M);                       \
+#define __KP_F16_INT_CONV_MODE(H, HN, FMT, T, I, SFX, M)                                             \
+  __KP_INLINE I __##HN##2##T##_##SFX(const H h) {                                                    \
+    return __kp_cuda::f16_to_int<I, FMT>(__kp_cuda::bits<unsigned short>(h), M);                       \
   }                                                                                                \
-  KP_INLINE H __##T##2##HN##_##SFX(const I i) {                                                    \
-    return kp_cuda::bits<H>(kp_cuda::int_to16<FMT>(i, M));                                         \
+  __KP_INLINE H __##T##2##HN##_##SFX(const I i) {                                                    \
+    return __kp_cuda::bits<H>(__kp_cuda::int_to16<FMT>(i, M));                                         \
   }
-#define KP_F16_INT_CONV(H, HN, FMT, T, I)                                                          \
-  KP_F16_INT_CONV_MODE(H, HN, FMT, T, I, rn, kp_cuda::RN)                                          \
-  KP_F16_INT_CONV_MODE(H, HN, FMT, T, I, rz, kp_cuda::RZ)                                          \
-  KP_F16_INT_CONV_MODE(H, HN, FMT, T, I, rd, kp_cuda::RD)                                          \
-  KP_F16_INT_CONV_MODE(H, HN, FMT, T, I, ru, kp_cuda::RU)
-#define KP_F16_ALL_INT_CONV(H, HN, FMT)                                                            \
-  KP_F16_INT_CONV(H, HN, FMT, int, int)                                                            \
-  KP_F16_INT_CONV(H, HN, FMT, uint, unsigned int)                                                  \
-  KP_F16_INT_CONV(H, HN, FMT, short, short)                                                        \
-  KP_F16_INT_CONV(H, HN, FMT, ushort, unsigned short)                                              \
-  KP_F16_INT_CONV(H, HN, FMT, ll, long long)                                                       \
-  KP_F16_INT_CONV(H, HN, FMT, ull, unsigned long long)                                             \
-  KP_INLINE signed char __##HN##2char_rz(const H h) {                                              \
-    return kp_cuda::f16_to_int<signed char, FMT>(kp_cuda::bits<unsigned short>(h), kp_cuda::RZ);   \
+#define __KP_F16_INT_CONV(H, HN, FMT, T, I)                                                          \
+  __KP_F16_INT_CONV_MODE(H, HN, FMT, T, I, rn, __kp_cuda::RN)                                          \
+  __KP_F16_INT_CONV_MODE(H, HN, FMT, T, I, rz, __kp_cuda::RZ)                                          \
+  __KP_F16_INT_CONV_MODE(H, HN, FMT, T, I, rd, __kp_cuda::RD)                                          \
+  __KP_F16_INT_CONV_MODE(H, HN, FMT, T, I, ru, __kp_cuda::RU)
+#define __KP_F16_ALL_INT_CONV(H, HN, FMT)                                                            \
+  __KP_F16_INT_CONV(H, HN, FMT, int, int)                                                            \
+  __KP_F16_INT_CONV(H, HN, FMT, uint, unsigned int)                                                  \
+  __KP_F16_INT_CONV(H, HN, FMT, short, short)                                                        \
+  __KP_F16_INT_CONV(H, HN, FMT, ushort, unsigned short)                                              \
+  __KP_F16_INT_CONV(H, HN, FMT, ll, long long)                                                       \
+  __KP_F16_INT_CONV(H, HN, FMT, ull, unsigned long long)                                             \
+  __KP_INLINE signed char __##HN##2char_rz(const H h) {                                              \
+    return __kp_cuda::f16_to_int<signed char, FMT>(__kp_cuda::bits<unsigned short>(h), __kp_cuda::RZ);   \
   }                                                                                                \
-  KP_INLINE unsigned char __##HN##2uchar_rz(const H h) {                                           \
-    return kp_cuda::f16_to_int<unsigned char, FMT>(kp_cuda::bits<unsigned short>(h), kp_cuda::RZ); \
+  __KP_INLINE unsigned char __##HN##2uchar_rz(const H h) {                                           \
+    return __kp_cuda::f16_to_int<unsigned char, FMT>(__kp_cuda::bits<unsigned short>(h), __kp_cuda::RZ); \
   }
 
-KP_F16_ALL_INT_CONV(__half, half, kp_cuda::fmt_half)
+__KP_F16_ALL_INT_CONV(__half, half, __kp_cuda::fmt_half)
 
 #define CUDART_INF_FP16 __ushort_as_half((unsigned short)0x7C00U)
 #define CUDART_NAN_FP16 __ushort_as_half((unsigned short)0x7FFFU)
@@ -192,17 +192,17 @@ KP_F16_ALL_INT_CONV(__half, half, kp_cuda::fmt_half)
 #define CUDART_ONE_FP16 __ushort_as_half((unsigned short)0x3C00U)
 
 // Arithmetic, comparisons and math shared with bf16 (same names, other type).
-#define KP_H __half
-#define KP_H2 __half2
-#define KP_FMT kp_cuda::fmt_half
+#define __KP_H __half
+#define __KP_H2 __half2
+#define __KP_FMT __kp_cuda::fmt_half
 #if defined(__CUDA_NO_HALF_OPERATORS__)
-#define KP_H_NO_OPS 1
+#define __KP_H_NO_OPS 1
 #else
-#define KP_H_NO_OPS 0
+#define __KP_H_NO_OPS 0
 #endif
 #if defined(__CUDA_NO_HALF2_OPERATORS__)
-#define KP_H2_NO_OPS 1
+#define __KP_H2_NO_OPS 1
 #else
-#define KP_H2_NO_OPS 0
+#define __KP_H2_NO_OPS 0
 #endif
 #include <kport/cuda/f16_ops.inc>

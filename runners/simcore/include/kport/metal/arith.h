@@ -4,7 +4,7 @@
 #pragma clang system_header
 #include "matrix.h"
 
-namespace kp {
+namespace __kp {
 
 // Packed vectors take part in math as their aligned vector.
 template <class X>
@@ -47,7 +47,7 @@ using common3_t = common2_t<common2_t<A, B>, C>;
 // r[i] = f(a[i], b[i], ...) with every lane as the element type E. (Not constexpr: clang 22
 // crashes constant-evaluating stores to ext-vector lanes.)
 template <class R, class F, class... A>
-KP_INLINE R map_e_impl(F f, const A&... a) {
+__KP_INLINE R map_e_impl(F f, const A&... a) {
   if constexpr (vinfo<R>::is_vector) {
     R r;
     for (int i = 0; i < lanes_v<R>; ++i) r[i] = f(a[i]...);
@@ -57,13 +57,13 @@ KP_INLINE R map_e_impl(F f, const A&... a) {
   }
 }
 template <class R, class F, class... A>
-KP_INLINE R map_e(F f, const A&... a) {
+__KP_INLINE R map_e(F f, const A&... a) {
   return map_e_impl<R>(f, as_arg<R>(a)...);
 }
 
 // Same, but each lane is widened to calc_t (float for half/bfloat) and the result rounded back.
 template <class R, class F, class... A>
-KP_INLINE R map_c_impl(F f, const A&... a) {
+__KP_INLINE R map_c_impl(F f, const A&... a) {
   using E = elem_t<R>;
   using C = calc_t<E>;
   if constexpr (vinfo<R>::is_vector) {
@@ -75,7 +75,7 @@ KP_INLINE R map_c_impl(F f, const A&... a) {
   }
 }
 template <class R, class F, class... A>
-KP_INLINE R map_c(F f, const A&... a) {
+__KP_INLINE R map_c(F f, const A&... a) {
   return map_c_impl<R>(f, as_arg<R>(a)...);
 }
 
@@ -87,38 +87,38 @@ using bools_of_t = conditional_t<vinfo<X>::is_vector, boolvec<lanes_v<X>>, bool>
 
 // libm entry points for float and double (clang builtins, so no <math.h> in the TU).
 namespace lm {
-#define KP_LM1(fn)                                                      \
-  KP_INLINE float fn(float x) { return __builtin_##fn##f(x); }          \
-  KP_INLINE double fn(double x) { return __builtin_##fn(x); }
-#define KP_LM2(fn)                                                              \
-  KP_INLINE float fn(float x, float y) { return __builtin_##fn##f(x, y); }      \
-  KP_INLINE double fn(double x, double y) { return __builtin_##fn(x, y); }
-KP_LM1(acos) KP_LM1(acosh) KP_LM1(asin) KP_LM1(asinh) KP_LM1(atan) KP_LM1(atanh)
-KP_LM1(ceil) KP_LM1(cos) KP_LM1(cosh) KP_LM1(erf) KP_LM1(exp) KP_LM1(exp2) KP_LM1(expm1)
-KP_LM1(fabs) KP_LM1(floor) KP_LM1(log) KP_LM1(log10) KP_LM1(log1p) KP_LM1(log2) KP_LM1(rint)
-KP_LM1(round) KP_LM1(sin) KP_LM1(sinh) KP_LM1(sqrt) KP_LM1(tan) KP_LM1(tanh) KP_LM1(trunc)
-KP_LM1(logb)
-KP_LM2(atan2) KP_LM2(copysign) KP_LM2(fmod) KP_LM2(pow) KP_LM2(hypot)
-#undef KP_LM1
-#undef KP_LM2
-KP_INLINE int ilogb(float x) { return __builtin_ilogbf(x); }
-KP_INLINE int ilogb(double x) { return __builtin_ilogb(x); }
-KP_INLINE float ldexp(float x, int k) { return __builtin_ldexpf(x, k); }
-KP_INLINE double ldexp(double x, int k) { return __builtin_ldexp(x, k); }
-KP_INLINE float frexp(float x, int* e) { return __builtin_frexpf(x, e); }
-KP_INLINE double frexp(double x, int* e) { return __builtin_frexp(x, e); }
+#define __KP_LM1(fn)                                                      \
+  __KP_INLINE float fn(float x) { return __builtin_##fn##f(x); }          \
+  __KP_INLINE double fn(double x) { return __builtin_##fn(x); }
+#define __KP_LM2(fn)                                                              \
+  __KP_INLINE float fn(float x, float y) { return __builtin_##fn##f(x, y); }      \
+  __KP_INLINE double fn(double x, double y) { return __builtin_##fn(x, y); }
+__KP_LM1(acos) __KP_LM1(acosh) __KP_LM1(asin) __KP_LM1(asinh) __KP_LM1(atan) __KP_LM1(atanh)
+__KP_LM1(ceil) __KP_LM1(cos) __KP_LM1(cosh) __KP_LM1(erf) __KP_LM1(exp) __KP_LM1(exp2) __KP_LM1(expm1)
+__KP_LM1(fabs) __KP_LM1(floor) __KP_LM1(log) __KP_LM1(log10) __KP_LM1(log1p) __KP_LM1(log2) __KP_LM1(rint)
+__KP_LM1(round) __KP_LM1(sin) __KP_LM1(sinh) __KP_LM1(sqrt) __KP_LM1(tan) __KP_LM1(tanh) __KP_LM1(trunc)
+__KP_LM1(logb)
+__KP_LM2(atan2) __KP_LM2(copysign) __KP_LM2(fmod) __KP_LM2(pow) __KP_LM2(hypot)
+#undef __KP_LM1
+#undef __KP_LM2
+__KP_INLINE int ilogb(float x) { return __builtin_ilogbf(x); }
+__KP_INLINE int ilogb(double x) { return __builtin_ilogb(x); }
+__KP_INLINE float ldexp(float x, int k) { return __builtin_ldexpf(x, k); }
+__KP_INLINE double ldexp(double x, int k) { return __builtin_ldexp(x, k); }
+__KP_INLINE float frexp(float x, int* e) { return __builtin_frexpf(x, e); }
+__KP_INLINE double frexp(double x, int* e) { return __builtin_frexp(x, e); }
 }  // namespace lm
 
 // min/max of one lane. Floating lanes follow fmin/fmax: a NaN operand yields the other one.
 template <class E>
-KP_INLINE constexpr E min1(E x, E y) {
+__KP_INLINE constexpr E min1(E x, E y) {
   if constexpr (fp_scalar<E>)
     return (y < x || x != x) ? y : x;
   else
     return y < x ? y : x;
 }
 template <class E>
-KP_INLINE constexpr E max1(E x, E y) {
+__KP_INLINE constexpr E max1(E x, E y) {
   if constexpr (fp_scalar<E>)
     return (y > x || x != x) ? y : x;
   else
@@ -131,4 +131,4 @@ using bits_t = conditional_t<
     sizeof(E) == 1, uint8_t,
     conditional_t<sizeof(E) == 2, uint16_t, conditional_t<sizeof(E) == 4, uint32_t, uint64_t>>>;
 
-}  // namespace kp
+}  // namespace __kp

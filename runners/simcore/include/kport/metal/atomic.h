@@ -22,10 +22,10 @@ enum thread_scope {
 
 template <class T>
 struct atomic {
-  static_assert(kp::is_same_v<T, int> || kp::is_same_v<T, uint> || kp::is_same_v<T, float> ||
-                    kp::is_same_v<T, bool> || kp::is_same_v<T, ulong>,
+  static_assert(__kp::is_same_v<T, int> || __kp::is_same_v<T, uint> || __kp::is_same_v<T, float> ||
+                    __kp::is_same_v<T, bool> || __kp::is_same_v<T, ulong>,
                 "Metal atomics exist for int, uint, float, bool and (Apple9) ulong only");
-  T kp_value;
+  T __kp_value;
   atomic() = default;
   atomic(const atomic&) = delete;
   atomic& operator=(const atomic&) = delete;
@@ -38,9 +38,9 @@ using atomic_ulong = atomic<ulong>;
 
 }  // namespace metal
 
-namespace kp {
+namespace __kp {
 
-KP_INLINE constexpr int order(metal::memory_order mo) {
+__KP_INLINE constexpr int order(metal::memory_order mo) {
   switch (mo) {
     case metal::memory_order_relaxed: return __ATOMIC_RELAXED;
     case metal::memory_order_acquire: return __ATOMIC_ACQUIRE;
@@ -51,12 +51,12 @@ KP_INLINE constexpr int order(metal::memory_order mo) {
 }
 // An atomic's storage; the cast drops volatile (Metal's signatures take volatile pointers).
 template <class T>
-KP_INLINE T* storage(const volatile metal::atomic<T>* obj) {
-  return const_cast<T*>(&obj->kp_value);
+__KP_INLINE T* storage(const volatile metal::atomic<T>* obj) {
+  return const_cast<T*>(&obj->__kp_value);
 }
-KP_INLINE void check(const void* p, size_t n, int is_write, site s) {
-#ifdef KP_INSTRUMENTED
-  kp_check_access(p, n, is_write, s.line);
+__KP_INLINE void check(const void* p, size_t n, int is_write, site s) {
+#ifdef __KP_INSTRUMENTED
+  __kp_check_access(p, n, is_write, s.line);
 #else
   (void)p, (void)n, (void)is_write, (void)s;
 #endif
@@ -72,7 +72,7 @@ inline constexpr bool minmax_atomic = int_or_uint<T> || is_same_v<T, ulong>;
 
 // Read-modify-write by CAS (float add/sub, and everything via one path for readability).
 template <class T, class F>
-KP_NOSAN KP_INLINE T rmw(const volatile metal::atomic<T>* obj, metal::memory_order mo, site s,
+__KP_NOSAN __KP_INLINE T rmw(const volatile metal::atomic<T>* obj, metal::memory_order mo, site s,
                          F f) {
   T* p = storage(obj);
   check(p, sizeof(T), 1, s);
@@ -84,34 +84,34 @@ KP_NOSAN KP_INLINE T rmw(const volatile metal::atomic<T>* obj, metal::memory_ord
   return old;
 }
 
-}  // namespace kp
+}  // namespace __kp
 
 namespace metal {
 
 template <class T>
-KP_NOSAN KP_INLINE T atomic_load_explicit(const volatile atomic<T>* obj, memory_order mo,
-                                          kp::site s = KP_HERE) {
-  T* p = kp::storage(obj);
-  kp::check(p, sizeof(T), 0, s);
+__KP_NOSAN __KP_INLINE T atomic_load_explicit(const volatile atomic<T>* obj, memory_order mo,
+                                          __kp::site s = __KP_HERE) {
+  T* p = __kp::storage(obj);
+  __kp::check(p, sizeof(T), 0, s);
   T v;
-  __atomic_load(p, &v, kp::order(mo));
+  __atomic_load(p, &v, __kp::order(mo));
   return v;
 }
 template <class T>
-KP_NOSAN KP_INLINE void atomic_store_explicit(volatile atomic<T>* obj, kp::nodeduce_t<T> desired,
-                                              memory_order mo, kp::site s = KP_HERE) {
-  T* p = kp::storage(obj);
-  kp::check(p, sizeof(T), 1, s);
-  __atomic_store(p, &desired, kp::order(mo));
+__KP_NOSAN __KP_INLINE void atomic_store_explicit(volatile atomic<T>* obj, __kp::nodeduce_t<T> desired,
+                                              memory_order mo, __kp::site s = __KP_HERE) {
+  T* p = __kp::storage(obj);
+  __kp::check(p, sizeof(T), 1, s);
+  __atomic_store(p, &desired, __kp::order(mo));
 }
 template <class T>
-KP_NOSAN KP_INLINE T atomic_exchange_explicit(volatile atomic<T>* obj, kp::nodeduce_t<T> desired,
-                                              memory_order mo, kp::site s = KP_HERE) {
-  static_assert(!kp::is_same_v<T, ulong>, "atomic_ulong supports only load/store/min/max");
-  T* p = kp::storage(obj);
-  kp::check(p, sizeof(T), 1, s);
+__KP_NOSAN __KP_INLINE T atomic_exchange_explicit(volatile atomic<T>* obj, __kp::nodeduce_t<T> desired,
+                                              memory_order mo, __kp::site s = __KP_HERE) {
+  static_assert(!__kp::is_same_v<T, ulong>, "atomic_ulong supports only load/store/min/max");
+  T* p = __kp::storage(obj);
+  __kp::check(p, sizeof(T), 1, s);
   T old;
-  __atomic_exchange(p, &desired, &old, kp::order(mo));
+  __atomic_exchange(p, &desired, &old, __kp::order(mo));
   return old;
 }
 
@@ -119,58 +119,58 @@ KP_NOSAN KP_INLINE T atomic_exchange_explicit(volatile atomic<T>* obj, kp::noded
 // memory that holds NaN spins (MLX's atomic.h breaks out of it). unconfirmed: Apple's exact
 // compare, inferred from MLX's workaround comment.
 template <class T>
-KP_NOSAN KP_INLINE bool atomic_compare_exchange_weak_explicit(
-    volatile atomic<T>* obj, kp::nodeduce_t<T>* expected, kp::nodeduce_t<T> desired,
-    memory_order success, memory_order failure, kp::site s = KP_HERE) {
-  static_assert(!kp::is_same_v<T, ulong>, "atomic_ulong supports only load/store/min/max");
-  T* p = kp::storage(obj);
-  kp::check(p, sizeof(T), 1, s);
-  if constexpr (kp::is_same_v<T, float>) {
+__KP_NOSAN __KP_INLINE bool atomic_compare_exchange_weak_explicit(
+    volatile atomic<T>* obj, __kp::nodeduce_t<T>* expected, __kp::nodeduce_t<T> desired,
+    memory_order success, memory_order failure, __kp::site s = __KP_HERE) {
+  static_assert(!__kp::is_same_v<T, ulong>, "atomic_ulong supports only load/store/min/max");
+  T* p = __kp::storage(obj);
+  __kp::check(p, sizeof(T), 1, s);
+  if constexpr (__kp::is_same_v<T, float>) {
     T cur;
-    __atomic_load(p, &cur, kp::order(failure));
+    __atomic_load(p, &cur, __kp::order(failure));
     if (!(cur == *expected)) {
       *expected = cur;
       return false;
     }
-    if (__atomic_compare_exchange(p, &cur, &desired, true, kp::order(success), __ATOMIC_RELAXED))
+    if (__atomic_compare_exchange(p, &cur, &desired, true, __kp::order(success), __ATOMIC_RELAXED))
       return true;
     *expected = cur;
     return false;
   } else {
-    return __atomic_compare_exchange(p, expected, &desired, true, kp::order(success),
+    return __atomic_compare_exchange(p, expected, &desired, true, __kp::order(success),
                                      __ATOMIC_RELAXED);
   }
 }
 
 // Integer add/sub wrap (computed unsigned); float add/sub is a CAS loop.
-#define KP_ATOMIC_FETCH(name, allowed, msg, ...)                                         \
+#define __KP_ATOMIC_FETCH(name, allowed, msg, ...)                                         \
   template <class T>                                                                     \
-  KP_NOSAN KP_INLINE T name(volatile atomic<T>* obj, kp::nodeduce_t<T> operand,          \
-                            memory_order mo, kp::site s = KP_HERE) {                     \
-    static_assert(kp::allowed<T>, #name ": " msg);                                           \
-    return kp::rmw(obj, mo, s, [operand](T old) { return T(__VA_ARGS__); });             \
+  __KP_NOSAN __KP_INLINE T name(volatile atomic<T>* obj, __kp::nodeduce_t<T> operand,          \
+                            memory_order mo, __kp::site s = __KP_HERE) {                     \
+    static_assert(__kp::allowed<T>, #name ": " msg);                                           \
+    return __kp::rmw(obj, mo, s, [operand](T old) { return T(__VA_ARGS__); });             \
   }
-KP_ATOMIC_FETCH(atomic_fetch_add_explicit, arith_atomic, "Metal has it for int, uint, float",
-                kp::is_same_v<T, float> ? old + operand : T(uint(old) + uint(operand)))
-KP_ATOMIC_FETCH(atomic_fetch_sub_explicit, arith_atomic, "Metal has it for int, uint, float",
-                kp::is_same_v<T, float> ? old - operand : T(uint(old) - uint(operand)))
-KP_ATOMIC_FETCH(atomic_fetch_and_explicit, int_or_uint, "Metal has it for int and uint",
+__KP_ATOMIC_FETCH(atomic_fetch_add_explicit, arith_atomic, "Metal has it for int, uint, float",
+                __kp::is_same_v<T, float> ? old + operand : T(uint(old) + uint(operand)))
+__KP_ATOMIC_FETCH(atomic_fetch_sub_explicit, arith_atomic, "Metal has it for int, uint, float",
+                __kp::is_same_v<T, float> ? old - operand : T(uint(old) - uint(operand)))
+__KP_ATOMIC_FETCH(atomic_fetch_and_explicit, int_or_uint, "Metal has it for int and uint",
                 old & operand)
-KP_ATOMIC_FETCH(atomic_fetch_or_explicit, int_or_uint, "Metal has it for int and uint",
+__KP_ATOMIC_FETCH(atomic_fetch_or_explicit, int_or_uint, "Metal has it for int and uint",
                 old | operand)
-KP_ATOMIC_FETCH(atomic_fetch_xor_explicit, int_or_uint, "Metal has it for int and uint",
+__KP_ATOMIC_FETCH(atomic_fetch_xor_explicit, int_or_uint, "Metal has it for int and uint",
                 old ^ operand)
-KP_ATOMIC_FETCH(atomic_fetch_min_explicit, minmax_atomic,
+__KP_ATOMIC_FETCH(atomic_fetch_min_explicit, minmax_atomic,
                 "Metal has it for int, uint and (Apple9) ulong; float min needs a CAS loop",
                 operand < old ? operand : old)
-KP_ATOMIC_FETCH(atomic_fetch_max_explicit, minmax_atomic,
+__KP_ATOMIC_FETCH(atomic_fetch_max_explicit, minmax_atomic,
                 "Metal has it for int, uint and (Apple9) ulong; float max needs a CAS loop",
                 operand > old ? operand : old)
-#undef KP_ATOMIC_FETCH
+#undef __KP_ATOMIC_FETCH
 
-KP_INLINE void atomic_thread_fence(mem_flags, memory_order mo,
+__KP_INLINE void atomic_thread_fence(mem_flags, memory_order mo,
                                    thread_scope = thread_scope_device) {
-  __atomic_thread_fence(kp::order(mo));
+  __atomic_thread_fence(__kp::order(mo));
 }
 
 }  // namespace metal

@@ -1,10 +1,10 @@
 // Metal constructor and cast semantics. The source rewrite turns `float4(a, b)` into
-// kp::make<float4>(a, b) and `(float4)x` / static_cast<float4>(x) into kp::convert<float4>(x).
+// __kp::make<float4>(a, b) and `(float4)x` / static_cast<float4>(x) into __kp::convert<float4>(x).
 #pragma once
 #pragma clang system_header
 #include "packed.h"
 
-namespace kp {
+namespace __kp {
 
 // Specialised in matrix.h; make/convert hand matrices to their constructors.
 template <class X>
@@ -13,7 +13,7 @@ inline constexpr bool is_matrix_v = false;
 // Value conversion of one scalar. half <-> bfloat goes through float: Metal allows the explicit
 // cast, clang does not.
 template <class To, class From>
-KP_INLINE constexpr To cvt(const From& x) {
+__KP_INLINE constexpr To cvt(const From& x) {
   if constexpr (is_same_v<To, bool>)
     return x != From(0);
   else if constexpr ((is_same_v<To, bfloat> && is_same_v<From, half>) ||
@@ -24,7 +24,7 @@ KP_INLINE constexpr To cvt(const From& x) {
 }
 
 template <class V, class E, int... I>
-KP_INLINE constexpr V from_lanes(const E* b, int_seq<int, I...>) {
+__KP_INLINE constexpr V from_lanes(const E* b, int_seq<int, I...>) {
   if constexpr (ext_vector<V>)
     return V{b[I]...};
   else
@@ -32,12 +32,12 @@ KP_INLINE constexpr V from_lanes(const E* b, int_seq<int, I...>) {
 }
 
 template <class E, class A>
-KP_INLINE constexpr void put_lanes(E* buf, int& k, const A& a) {
+__KP_INLINE constexpr void put_lanes(E* buf, int& k, const A& a) {
   for (int i = 0; i < lanes_v<A>; ++i) buf[k++] = cvt<E>(lane(a, i));
 }
 
 template <class V, class X>
-KP_INLINE constexpr V convert(const X& x);
+__KP_INLINE constexpr V convert(const X& x);
 
 template <class A>
 inline constexpr bool make_arg_ok = arith_scalar<A> || vinfo<A>::is_vector;
@@ -45,7 +45,7 @@ inline constexpr bool make_arg_ok = arith_scalar<A> || vinfo<A>::is_vector;
 // Metal vector constructor: one scalar splats; otherwise the lanes of all arguments, in order,
 // must add up to exactly the lane count of V. Each lane is value-converted.
 template <class V, class... A>
-KP_INLINE constexpr V make(const A&... a) {
+__KP_INLINE constexpr V make(const A&... a) {
   if constexpr (is_matrix_v<V>) {
     return V(a...);
   } else if constexpr (is_packed_v<V>) {
@@ -85,7 +85,7 @@ KP_INLINE constexpr V make(const A&... a) {
 // Note: clang's `a < b` is an int mask of -1/0, so convert<float4>(a < b) gives -1.0 where Metal's
 // bool4 gives 1.0; store the comparison in a bool4 first, or use select().
 template <class V, class X>
-KP_INLINE constexpr V convert(const X& x) {
+__KP_INLINE constexpr V convert(const X& x) {
   if constexpr (is_matrix_v<V>) {
     return V(x);
   } else if constexpr (is_packed_v<V>) {
@@ -118,11 +118,11 @@ KP_INLINE constexpr V convert(const X& x) {
 // A value as type R, splatting a scalar across R's lanes: used by the math functions to bring
 // mixed scalar/vector arguments to one type.
 template <class R, class X>
-KP_INLINE constexpr R as_arg(const X& x) {
+__KP_INLINE constexpr R as_arg(const X& x) {
   if constexpr (is_same_v<R, X>)
     return x;
   else
     return convert<R>(unpack(x));
 }
 
-}  // namespace kp
+}  // namespace __kp

@@ -4,7 +4,7 @@
 #pragma clang system_header
 #include "math.h"
 
-namespace kp {
+namespace __kp {
 
 template <class E>
 inline constexpr int bit_width_v = int(sizeof(E) * 8);
@@ -15,20 +15,20 @@ using wide_t = conditional_t<(sizeof(E) < 8), conditional_t<(E(-1) < E(0)), int6
                              conditional_t<(E(-1) < E(0)), __int128, unsigned __int128>>;
 
 template <class E>
-KP_INLINE constexpr E popcount1(E x) {
+__KP_INLINE constexpr E popcount1(E x) {
   return E(__builtin_popcountg(ubits_t<E>(x)));
 }
 // clz(0) and ctz(0) give the bit width. unconfirmed: Metal's result for 0.
 template <class E>
-KP_INLINE constexpr E clz1(E x) {
+__KP_INLINE constexpr E clz1(E x) {
   return E(__builtin_clzg(ubits_t<E>(x), bit_width_v<E>));
 }
 template <class E>
-KP_INLINE constexpr E ctz1(E x) {
+__KP_INLINE constexpr E ctz1(E x) {
   return E(__builtin_ctzg(ubits_t<E>(x), bit_width_v<E>));
 }
 template <class E>
-KP_INLINE constexpr E reverse1(E x) {
+__KP_INLINE constexpr E reverse1(E x) {
   using U = ubits_t<E>;
   U u = U(x), r = 0;
   for (int i = 0; i < bit_width_v<E>; ++i) r = U((r << 1) | ((u >> i) & 1));
@@ -37,7 +37,7 @@ KP_INLINE constexpr E reverse1(E x) {
 // `bits` bits of x starting at `offset`, sign-extended for signed lanes.
 // unconfirmed: Metal leaves offset + bits > width undefined; the bits past the top read as 0.
 template <class E>
-KP_INLINE constexpr E extract1(E x, uint offset, uint bits) {
+__KP_INLINE constexpr E extract1(E x, uint offset, uint bits) {
   using U = ubits_t<E>;
   constexpr uint W = bit_width_v<E>;
   if (bits == 0 || offset >= W) return E(0);
@@ -49,7 +49,7 @@ KP_INLINE constexpr E extract1(E x, uint offset, uint bits) {
   return E(field);
 }
 template <class E>
-KP_INLINE constexpr E insert1(E base, E insert, uint offset, uint bits) {
+__KP_INLINE constexpr E insert1(E base, E insert, uint offset, uint bits) {
   using U = ubits_t<E>;
   constexpr uint W = bit_width_v<E>;
   if (bits == 0 || offset >= W) return base;
@@ -58,13 +58,13 @@ KP_INLINE constexpr E insert1(E base, E insert, uint offset, uint bits) {
   return E((U(base) & U(~mask)) | (U(U(insert) << offset) & mask));
 }
 template <class E>
-KP_INLINE constexpr E mulhi1(E x, E y) {
+__KP_INLINE constexpr E mulhi1(E x, E y) {
   return E((wide_t<E>(x) * wide_t<E>(y)) >> bit_width_v<E>);
 }
 // mul24 uses the low 24 bits of each operand (sign-extended for int). unconfirmed: Metal's
 // result for operands outside 24 bits.
 template <class E>
-KP_INLINE constexpr E mul24_1(E x, E y) {
+__KP_INLINE constexpr E mul24_1(E x, E y) {
   int64_t a = int64_t(x) & 0xFFFFFF, b = int64_t(y) & 0xFFFFFF;
   if constexpr (E(-1) < E(0)) {
     a = (a ^ 0x800000) - 0x800000;
@@ -73,25 +73,25 @@ KP_INLINE constexpr E mul24_1(E x, E y) {
   return E(uint32_t(uint64_t(a * b)));
 }
 template <class E>
-KP_INLINE constexpr E hadd1(E x, E y) {
+__KP_INLINE constexpr E hadd1(E x, E y) {
   return E((wide_t<E>(x) + wide_t<E>(y)) >> 1);
 }
 template <class E>
-KP_INLINE constexpr E rhadd1(E x, E y) {
+__KP_INLINE constexpr E rhadd1(E x, E y) {
   return E((wide_t<E>(x) + wide_t<E>(y) + 1) >> 1);
 }
 template <class E>
-KP_INLINE constexpr E absdiff1(E x, E y) {
+__KP_INLINE constexpr E absdiff1(E x, E y) {
   return x > y ? E(ubits_t<E>(x) - ubits_t<E>(y)) : E(ubits_t<E>(y) - ubits_t<E>(x));
 }
 // Lanes under 64 bits saturate through int64_t, which holds any sum or difference of two.
 template <class E>
-KP_INLINE constexpr E sat1(int64_t v) {
+__KP_INLINE constexpr E sat1(int64_t v) {
   constexpr int64_t lo = metal::numeric_limits<E>::min(), hi = metal::numeric_limits<E>::max();
   return E(v < lo ? lo : v > hi ? hi : v);
 }
 template <class E>
-KP_INLINE constexpr E addsat1(E x, E y) {
+__KP_INLINE constexpr E addsat1(E x, E y) {
   if constexpr (sizeof(E) < 8) {
     return sat1<E>(int64_t(x) + int64_t(y));
   } else {
@@ -102,7 +102,7 @@ KP_INLINE constexpr E addsat1(E x, E y) {
   }
 }
 template <class E>
-KP_INLINE constexpr E subsat1(E x, E y) {
+__KP_INLINE constexpr E subsat1(E x, E y) {
   if constexpr (sizeof(E) < 8) {
     return sat1<E>(int64_t(x) - int64_t(y));
   } else {
@@ -116,7 +116,7 @@ KP_INLINE constexpr E subsat1(E x, E y) {
 }
 // Rotate left by n modulo the width (Metal: bits shifted out on the left come back on the right).
 template <class E>
-KP_INLINE constexpr E rotate1(E v, E n) {
+__KP_INLINE constexpr E rotate1(E v, E n) {
   using U = ubits_t<E>;
   constexpr int W = bit_width_v<E>;
   int s = int(U(n) % U(W));
@@ -124,73 +124,73 @@ KP_INLINE constexpr E rotate1(E v, E n) {
   return s == 0 ? v : E(U(u << s) | U(u >> (W - s)));
 }
 
-}  // namespace kp
+}  // namespace __kp
 
 namespace metal {
 
-#define KP_INT_UNARY(name, fn)                                            \
+#define __KP_INT_UNARY(name, fn)                                            \
   template <class X>                                                      \
-    requires kp::int_like<X>                                              \
-  KP_INLINE X name(X x) {                                                 \
-    return kp::map_e<X>(kp::fn<kp::elem_t<X>>, x);                        \
+    requires __kp::int_like<X>                                              \
+  __KP_INLINE X name(X x) {                                                 \
+    return __kp::map_e<X>(__kp::fn<__kp::elem_t<X>>, x);                        \
   }
-KP_INT_UNARY(popcount, popcount1)
-KP_INT_UNARY(clz, clz1)
-KP_INT_UNARY(ctz, ctz1)
-KP_INT_UNARY(reverse_bits, reverse1)
-#undef KP_INT_UNARY
+__KP_INT_UNARY(popcount, popcount1)
+__KP_INT_UNARY(clz, clz1)
+__KP_INT_UNARY(ctz, ctz1)
+__KP_INT_UNARY(reverse_bits, reverse1)
+#undef __KP_INT_UNARY
 
-#define KP_INT_BINARY(name, fn)                                                     \
-  template <class A, class B, class R = kp::common2_t<A, B>>                        \
-    requires kp::int_like<R>                                                        \
-  KP_INLINE R name(A a, B b) {                                                      \
-    return kp::map_e<R>(kp::fn<kp::elem_t<R>>, a, b);                               \
+#define __KP_INT_BINARY(name, fn)                                                     \
+  template <class A, class B, class R = __kp::common2_t<A, B>>                        \
+    requires __kp::int_like<R>                                                        \
+  __KP_INLINE R name(A a, B b) {                                                      \
+    return __kp::map_e<R>(__kp::fn<__kp::elem_t<R>>, a, b);                               \
   }
-KP_INT_BINARY(mulhi, mulhi1)
-KP_INT_BINARY(mul24, mul24_1)
-KP_INT_BINARY(hadd, hadd1)
-KP_INT_BINARY(rhadd, rhadd1)
-KP_INT_BINARY(absdiff, absdiff1)
-KP_INT_BINARY(addsat, addsat1)
-KP_INT_BINARY(subsat, subsat1)
-KP_INT_BINARY(rotate, rotate1)
-#undef KP_INT_BINARY
+__KP_INT_BINARY(mulhi, mulhi1)
+__KP_INT_BINARY(mul24, mul24_1)
+__KP_INT_BINARY(hadd, hadd1)
+__KP_INT_BINARY(rhadd, rhadd1)
+__KP_INT_BINARY(absdiff, absdiff1)
+__KP_INT_BINARY(addsat, addsat1)
+__KP_INT_BINARY(subsat, subsat1)
+__KP_INT_BINARY(rotate, rotate1)
+#undef __KP_INT_BINARY
 
-template <class A, class B, class C, class R = kp::common3_t<A, B, C>>
-  requires kp::int_like<R>
-KP_INLINE R mad24(A a, B b, C c) {
-  return mul24(kp::as_arg<R>(a), kp::as_arg<R>(b)) + kp::as_arg<R>(c);
+template <class A, class B, class C, class R = __kp::common3_t<A, B, C>>
+  requires __kp::int_like<R>
+__KP_INLINE R mad24(A a, B b, C c) {
+  return mul24(__kp::as_arg<R>(a), __kp::as_arg<R>(b)) + __kp::as_arg<R>(c);
 }
-template <class A, class B, class C, class R = kp::common3_t<A, B, C>>
-  requires kp::int_like<R>
-KP_INLINE R madhi(A a, B b, C c) {
-  return mulhi(kp::as_arg<R>(a), kp::as_arg<R>(b)) + kp::as_arg<R>(c);
+template <class A, class B, class C, class R = __kp::common3_t<A, B, C>>
+  requires __kp::int_like<R>
+__KP_INLINE R madhi(A a, B b, C c) {
+  return mulhi(__kp::as_arg<R>(a), __kp::as_arg<R>(b)) + __kp::as_arg<R>(c);
 }
-template <class A, class B, class C, class R = kp::common3_t<A, B, C>>
-  requires kp::int_like<R>
-KP_INLINE R madsat(A a, B b, C c) {
-  using E = kp::elem_t<R>;
-  return kp::map_e<R>(
+template <class A, class B, class C, class R = __kp::common3_t<A, B, C>>
+  requires __kp::int_like<R>
+__KP_INLINE R madsat(A a, B b, C c) {
+  using E = __kp::elem_t<R>;
+  return __kp::map_e<R>(
       [](E x, E y, E z) {
         E p;
         if (__builtin_mul_overflow(x, y, &p))
           return ((x < E(0)) != (y < E(0))) ? metal::numeric_limits<E>::min()
                                             : metal::numeric_limits<E>::max();
-        return kp::addsat1(p, z);
+        return __kp::addsat1(p, z);
       },
       a, b, c);
 }
 
 template <class X>
-  requires kp::int_like<X>
-KP_INLINE X extract_bits(X x, uint offset, uint bits) {
-  return kp::map_e<X>([=](kp::elem_t<X> v) { return kp::extract1(v, offset, bits); }, x);
+  requires __kp::int_like<X>
+__KP_INLINE X extract_bits(X x, uint offset, uint bits) {
+  return __kp::map_e<X>([=](__kp::elem_t<X> v) { return __kp::extract1(v, offset, bits); }, x);
 }
 template <class X>
-  requires kp::int_like<X>
-KP_INLINE X insert_bits(X base, kp::nodeduce_t<X> insert, uint offset, uint bits) {
-  return kp::map_e<X>(
-      [=](kp::elem_t<X> b, kp::elem_t<X> i) { return kp::insert1(b, i, offset, bits); }, base,
+  requires __kp::int_like<X>
+__KP_INLINE X insert_bits(X base, __kp::nodeduce_t<X> insert, uint offset, uint bits) {
+  return __kp::map_e<X>(
+      [=](__kp::elem_t<X> b, __kp::elem_t<X> i) { return __kp::insert1(b, i, offset, bits); }, base,
       insert);
 }
 

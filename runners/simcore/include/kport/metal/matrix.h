@@ -4,7 +4,7 @@
 #pragma clang system_header
 #include "convert.h"
 
-namespace kp {
+namespace __kp {
 
 // Not constexpr: clang 22 crashes constant-evaluating stores to ext-vector lanes (m[c][r] = x).
 template <class T, int C, int R>
@@ -101,37 +101,37 @@ matrix<T, K, R> operator*(const matrix<T, C, R>& a, const matrix<T, K, C>& b) {
 template <class T, int C, int R>
 inline constexpr bool is_matrix_v<matrix<T, C, R>> = true;
 
-}  // namespace kp
+}  // namespace __kp
 
 namespace metal {
 
 // Metal's matrix<T, Cols, Rows> (ggml: typedef matrix<bfloat, 4, 4> bfloat4x4).
 template <class T, int C, int R>
-using matrix = kp::matrix<T, C, R>;
+using matrix = __kp::matrix<T, C, R>;
 
 template <class T, int C, int R>
-kp::matrix<T, R, C> transpose(const kp::matrix<T, C, R>& m) {
-  kp::matrix<T, R, C> t;
+__kp::matrix<T, R, C> transpose(const __kp::matrix<T, C, R>& m) {
+  __kp::matrix<T, R, C> t;
   for (int c = 0; c < C; ++c)
     for (int r = 0; r < R; ++r) t.columns[r][c] = m.columns[c][r];
   return t;
 }
 
 template <class T>
-T determinant(const kp::matrix<T, 2, 2>& m) {
+T determinant(const __kp::matrix<T, 2, 2>& m) {
   return m[0][0] * m[1][1] - m[1][0] * m[0][1];
 }
 template <class T>
-T determinant(const kp::matrix<T, 3, 3>& m) {
+T determinant(const __kp::matrix<T, 3, 3>& m) {
   return m[0][0] * (m[1][1] * m[2][2] - m[2][1] * m[1][2]) -
          m[1][0] * (m[0][1] * m[2][2] - m[2][1] * m[0][2]) +
          m[2][0] * (m[0][1] * m[1][2] - m[1][1] * m[0][2]);
 }
 template <class T>
-T determinant(const kp::matrix<T, 4, 4>& m) {
+T determinant(const __kp::matrix<T, 4, 4>& m) {
   T det = T(0);
   for (int c = 0; c < 4; ++c) {  // Laplace expansion along row 0
-    kp::matrix<T, 3, 3> minor;
+    __kp::matrix<T, 3, 3> minor;
     for (int k = 0, mc = 0; k < 4; ++k) {
       if (k == c) continue;
       minor.columns[mc++] = m.columns[k].yzw;
@@ -144,19 +144,19 @@ T determinant(const kp::matrix<T, 4, 4>& m) {
 
 }  // namespace metal
 
-#define KP_MATRIX_TYPEDEFS(T)                         \
-  typedef kp::matrix<T, 2, 2> T##2x2;                 \
-  typedef kp::matrix<T, 2, 3> T##2x3;                 \
-  typedef kp::matrix<T, 2, 4> T##2x4;                 \
-  typedef kp::matrix<T, 3, 2> T##3x2;                 \
-  typedef kp::matrix<T, 3, 3> T##3x3;                 \
-  typedef kp::matrix<T, 3, 4> T##3x4;                 \
-  typedef kp::matrix<T, 4, 2> T##4x2;                 \
-  typedef kp::matrix<T, 4, 3> T##4x3;                 \
-  typedef kp::matrix<T, 4, 4> T##4x4;
-KP_MATRIX_TYPEDEFS(float)
-KP_MATRIX_TYPEDEFS(half)
-KP_MATRIX_TYPEDEFS(bfloat)
-#undef KP_MATRIX_TYPEDEFS
+#define __KP_MATRIX_TYPEDEFS(T)                         \
+  typedef __kp::matrix<T, 2, 2> T##2x2;                 \
+  typedef __kp::matrix<T, 2, 3> T##2x3;                 \
+  typedef __kp::matrix<T, 2, 4> T##2x4;                 \
+  typedef __kp::matrix<T, 3, 2> T##3x2;                 \
+  typedef __kp::matrix<T, 3, 3> T##3x3;                 \
+  typedef __kp::matrix<T, 3, 4> T##3x4;                 \
+  typedef __kp::matrix<T, 4, 2> T##4x2;                 \
+  typedef __kp::matrix<T, 4, 3> T##4x3;                 \
+  typedef __kp::matrix<T, 4, 4> T##4x4;
+__KP_MATRIX_TYPEDEFS(float)
+__KP_MATRIX_TYPEDEFS(half)
+__KP_MATRIX_TYPEDEFS(bfloat)
+#undef __KP_MATRIX_TYPEDEFS
 
 static_assert(sizeof(float4x4) == 64 && sizeof(float3x3) == 48 && sizeof(half2x4) == 16);

@@ -5,7 +5,7 @@
 #pragma clang system_header
 #include "types.h"
 
-namespace kp {
+namespace __kp {
 
 template <class T, int N>
 struct packed_storage;
@@ -90,46 +90,46 @@ struct vinfo<packed<T, N>> {
   static constexpr bool is_ext = false;
 };
 
-#define KP_PACKED_BINOP(op)                                                         \
+#define __KP_PACKED_BINOP(op)                                                         \
   template <class A, class B>                                                       \
     requires(is_packed_v<A> || is_packed_v<B>)                                      \
   constexpr auto operator op(const A& a, const B& b) -> decltype(unpack(a) op unpack(b)) { \
     return unpack(a) op unpack(b);                                                  \
   }
-KP_PACKED_BINOP(+)
-KP_PACKED_BINOP(-)
-KP_PACKED_BINOP(*)
-KP_PACKED_BINOP(/)
-KP_PACKED_BINOP(==)
-KP_PACKED_BINOP(!=)
-KP_PACKED_BINOP(<)
-KP_PACKED_BINOP(>)
-KP_PACKED_BINOP(<=)
-KP_PACKED_BINOP(>=)
-#undef KP_PACKED_BINOP
+__KP_PACKED_BINOP(+)
+__KP_PACKED_BINOP(-)
+__KP_PACKED_BINOP(*)
+__KP_PACKED_BINOP(/)
+__KP_PACKED_BINOP(==)
+__KP_PACKED_BINOP(!=)
+__KP_PACKED_BINOP(<)
+__KP_PACKED_BINOP(>)
+__KP_PACKED_BINOP(<=)
+__KP_PACKED_BINOP(>=)
+#undef __KP_PACKED_BINOP
 template <class T, int N>
 constexpr metal::vec<T, N> operator-(const packed<T, N>& a) {
   return -metal::vec<T, N>(a);
 }
 
-}  // namespace kp
+}  // namespace __kp
 
-#define KP_PACKED_TYPEDEFS(T, name)        \
-  typedef kp::packed<T, 2> packed_##name##2; \
-  typedef kp::packed<T, 3> packed_##name##3; \
-  typedef kp::packed<T, 4> packed_##name##4;
-KP_PACKED_TYPEDEFS(float, float)
-KP_PACKED_TYPEDEFS(half, half)
-KP_PACKED_TYPEDEFS(bfloat, bfloat)
-KP_PACKED_TYPEDEFS(int, int)
-KP_PACKED_TYPEDEFS(uint, uint)
-KP_PACKED_TYPEDEFS(short, short)
-KP_PACKED_TYPEDEFS(ushort, ushort)
-KP_PACKED_TYPEDEFS(char, char)
-KP_PACKED_TYPEDEFS(uchar, uchar)
-KP_PACKED_TYPEDEFS(long, long)
-KP_PACKED_TYPEDEFS(ulong, ulong)
-#undef KP_PACKED_TYPEDEFS
+#define __KP_PACKED_TYPEDEFS(T, name)        \
+  typedef __kp::packed<T, 2> packed_##name##2; \
+  typedef __kp::packed<T, 3> packed_##name##3; \
+  typedef __kp::packed<T, 4> packed_##name##4;
+__KP_PACKED_TYPEDEFS(float, float)
+__KP_PACKED_TYPEDEFS(half, half)
+__KP_PACKED_TYPEDEFS(bfloat, bfloat)
+__KP_PACKED_TYPEDEFS(int, int)
+__KP_PACKED_TYPEDEFS(uint, uint)
+__KP_PACKED_TYPEDEFS(short, short)
+__KP_PACKED_TYPEDEFS(ushort, ushort)
+__KP_PACKED_TYPEDEFS(char, char)
+__KP_PACKED_TYPEDEFS(uchar, uchar)
+__KP_PACKED_TYPEDEFS(long, long)
+__KP_PACKED_TYPEDEFS(ulong, ulong)
+#undef __KP_PACKED_TYPEDEFS
 
 static_assert(sizeof(packed_float3) == 12 && alignof(packed_float3) == 4);
 static_assert(sizeof(packed_half4) == 8 && alignof(packed_half4) == 2);

@@ -3,21 +3,21 @@
 #pragma clang system_header
 #include "traits.h"
 
-namespace kp {
+namespace __kp {
 
 // Collective bodies are emitted once per operand type, not inlined into every call site: a
 // kernel with a few dozen unrolled collectives otherwise takes seconds to compile.
-#define KP_OUTLINE __attribute__((noinline))
-#define KP_COLD __attribute__((noinline, cold))
+#define __KP_OUTLINE __attribute__((noinline))
+#define __KP_COLD __attribute__((noinline, cold))
 
 // The user-source position of a built-in call; collectives meet at (line, column).
 struct site {
   unsigned line, col;
 };
 // Default argument of every collective: it evaluates at the kernel's call, not here.
-#define KP_HERE (::kp::site{__builtin_LINE(), __builtin_COLUMN()})
+#define __KP_HERE (::__kp::site{__builtin_LINE(), __builtin_COLUMN()})
 
-// A short message built on the stack (kp_report copies it).
+// A short message built on the stack (__kp_report copies it).
 struct text {
   char buf[240];
   unsigned n = 0;
@@ -41,6 +41,6 @@ struct text {
   text& operator<<(unsigned v) { return *this << long(v); }
 };
 
-KP_COLD inline void report(int kind, site s, const text& t) { kp_report(kind, s.line, t.buf); }
+__KP_COLD inline void report(int kind, site s, const text& t) { __kp_report(kind, s.line, t.buf); }
 
-}  // namespace kp
+}  // namespace __kp

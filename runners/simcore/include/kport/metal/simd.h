@@ -1,5 +1,5 @@
 // Barriers and SIMD-group / quad-group functions. Every collective is a rendezvous of the lanes
-// of one SIMD-group at the kernel's call site (kp_simd_sync); the lanes that arrive are the active
+// of one SIMD-group at the kernel's call site (__kp_simd_sync); the lanes that arrive are the active
 // set, over which reductions and scans run. Reading a lane that does not exist or is not active
 // is undefined on Apple GPUs: it returns a poison value (NaN, or 0xBE bytes) and is reported.
 #pragma once
@@ -21,17 +21,17 @@ constexpr mem_flags operator|(mem_flags a, mem_flags b) { return mem_flags(unsig
 constexpr mem_flags operator&(mem_flags a, mem_flags b) { return mem_flags(unsigned(a) & unsigned(b)); }
 
 // Every thread of the threadgroup must reach the same barrier (the runtime checks that).
-KP_INLINE void threadgroup_barrier(mem_flags, kp::site s = KP_HERE) {
-  kp_barrier(s.line, s.col, 0, 0);
+__KP_INLINE void threadgroup_barrier(mem_flags, __kp::site s = __KP_HERE) {
+  __kp_barrier(s.line, s.col, 0, 0);
 }
-KP_INLINE void simdgroup_barrier(mem_flags, kp::site s = KP_HERE) {
+__KP_INLINE void simdgroup_barrier(mem_flags, __kp::site s = __KP_HERE) {
   const unsigned char* snap;
-  kp_simd_sync(nullptr, 0, s.line, s.col, 0, &snap);
+  __kp_simd_sync(nullptr, 0, s.line, s.col, 0, &snap);
 }
 
 }  // namespace metal
 
-namespace kp {
+namespace __kp {
 
 // Operand types of the native simd functions: 8/16/32-bit ints, half, float (and bfloat, which
 // MLX's prelude adds), scalars or vectors. bool promotes to int, as with Metal's overloads.
@@ -49,33 +49,33 @@ concept simd_int = simd_value<X> && int_scalar<elem_t<simd_t<X>>>;
 struct simd_round {
   uint64_t mask;
   const unsigned char* slots;
-  bool active(int l) const { return l >= 0 && l < KP_SIMD_WIDTH && ((mask >> l) & 1); }
+  bool active(int l) const { return l >= 0 && l < __KP_SIMD_WIDTH && ((mask >> l) & 1); }
   int first() const { return mask ? __builtin_ctzll(mask) : -1; }
   template <class P>
   P at(int l) const {
     P p;
-    __builtin_memcpy(&p, slots + l * KP_SLOT_BYTES, sizeof(P));
+    __builtin_memcpy(&p, slots + l * __KP_SLOT_BYTES, sizeof(P));
     return p;
   }
 };
 
 template <class P>
-KP_INLINE simd_round rendezvous(const P& payload, site s) {
-  static_assert(sizeof(P) <= KP_SLOT_BYTES, "simd function operand too large for one lane slot");
+__KP_INLINE simd_round rendezvous(const P& payload, site s) {
+  static_assert(sizeof(P) <= __KP_SLOT_BYTES, "simd function operand too large for one lane slot");
   const unsigned char* snap = nullptr;
-  uint64_t m = kp_simd_sync(&payload, sizeof(P), s.line, s.col, 0, &snap);
+  uint64_t m = __kp_simd_sync(&payload, sizeof(P), s.line, s.col, 0, &snap);
   return {m, snap};
 }
-KP_INLINE simd_round rendezvous(site s) {
+__KP_INLINE simd_round rendezvous(site s) {
   const unsigned char* snap = nullptr;
-  uint64_t m = kp_simd_sync(nullptr, 0, s.line, s.col, 0, &snap);
+  uint64_t m = __kp_simd_sync(nullptr, 0, s.line, s.col, 0, &snap);
   return {m, snap};
 }
-KP_INLINE int my_lane() { return int(kp_cur->lane); }
+__KP_INLINE int my_lane() { return int(__kp_cur->lane); }
 
 // What an undefined read returns: NaN in floating lanes, 0xBEBEBEBE bits in integer lanes.
 template <class T>
-KP_INLINE T poison() {
+__KP_INLINE T poison() {
   T r;
   if constexpr (fp_scalar<elem_t<T>>)
     r = T(metal::numeric_limits<elem_t<T>>::quiet_NaN());
@@ -84,37 +84,37 @@ KP_INLINE T poison() {
   return r;
 }
 
-KP_COLD inline void report_bad_source(const char* fn, int src, site s) {
+__KP_COLD inline void report_bad_source(const char* fn, int src, site s) {
   text t;
   t << fn << ": lane " << my_lane() << " reads lane " << src;
-  if (src < 0 || src >= int(kp_cur->simd_lanes))
+  if (src < 0 || src >= int(__kp_cur->simd_lanes))
     t << ", which does not exist in this SIMD-group";
   else
     t << ", which is not active here (exited or in another branch)";
   t << "; undefined on Apple GPUs (returned NaN / 0xBE bytes)";
-  report(KP_F_INVALID, s, t);
+  report(__KP_F_INVALID, s, t);
 }
-KP_COLD inline void report_bad_arg(const char* fn, const char* what, long v, site s) {
+__KP_COLD inline void report_bad_arg(const char* fn, const char* what, long v, site s) {
   text t;
   t << fn << ": " << what << " " << v << " is out of range; undefined on Apple GPUs";
-  report(KP_F_INVALID, s, t);
+  report(__KP_F_INVALID, s, t);
 }
-KP_COLD inline void report_nonuniform(const char* fn, const char* what, int l1, unsigned v1,
+__KP_COLD inline void report_nonuniform(const char* fn, const char* what, int l1, unsigned v1,
                                       int l2, unsigned v2, site s) {
   text t;
   t << fn << ": " << what << " must be the same in all active lanes (lane " << l1 << " has "
     << v1 << ", lane " << l2 << " has " << v2 << ")";
-  report(KP_F_INVALID, s, t);
+  report(__KP_F_INVALID, s, t);
 }
 
 // Arguments Metal requires to be the same in all active lanes (delta, mask, broadcast lane).
 // Checked by the lowest active lane so that one mismatch is reported once.
 template <class M>
-KP_INLINE void check_uniform(const char* fn, const char* what, const simd_round& r,
+__KP_INLINE void check_uniform(const char* fn, const char* what, const simd_round& r,
                              unsigned M::*field, site s) {
   if (my_lane() != r.first()) return;
   unsigned mine = r.at<M>(my_lane()).*field;
-  for (int l = 0; l < KP_SIMD_WIDTH; ++l) {
+  for (int l = 0; l < __KP_SIMD_WIDTH; ++l) {
     if (!r.active(l)) continue;
     unsigned other = r.at<M>(l).*field;
     if (other != mine) return report_nonuniform(fn, what, my_lane(), mine, l, other, s);
@@ -157,7 +157,7 @@ inline constexpr shuffle_row shuffle_rows[] = {
 inline constexpr int kKeep = -1000;
 inline constexpr int kBadArg = -2000;
 inline int shuffle_source(shuffle_kind k, int me, int a, const simd_round& r) {
-  const int W = KP_SIMD_WIDTH, q = me & 3, base = me & ~3;
+  const int W = __KP_SIMD_WIDTH, q = me & 3, base = me & ~3;
   switch (k) {
     case simd_lane: return a;
     case simd_xor: return me ^ a;
@@ -183,7 +183,7 @@ inline int shuffle_source(shuffle_kind k, int me, int a, const simd_round& r) {
 }
 
 template <class T>
-KP_OUTLINE T shuffle(shuffle_kind k, T x, unsigned arg, site s) {
+__KP_OUTLINE T shuffle(shuffle_kind k, T x, unsigned arg, site s) {
   const shuffle_row& row = shuffle_rows[k];
   lane_msg<T> mine{x, arg};
   simd_round r = rendezvous(mine, s);
@@ -205,7 +205,7 @@ KP_OUTLINE T shuffle(shuffle_kind k, T x, unsigned arg, site s) {
 // Up: the lowest `delta` lanes of each segment take `filling` from the segment's top lanes;
 // down: the highest `delta` take it from the segment's bottom lanes.
 template <class T>
-KP_OUTLINE T shuffle_fill(const char* fn, bool up, T data, T filling, unsigned delta,
+__KP_OUTLINE T shuffle_fill(const char* fn, bool up, T data, T filling, unsigned delta,
                           unsigned modulo, unsigned width, site s) {
   fill_msg<T> mine{data, filling, delta, modulo};
   simd_round r = rendezvous(mine, s);
@@ -235,8 +235,8 @@ KP_OUTLINE T shuffle_fill(const char* fn, bool up, T data, T filling, unsigned d
 struct group_span {
   int base, width;
 };
-KP_INLINE group_span simd_span() { return {0, KP_SIMD_WIDTH}; }
-KP_INLINE group_span quad_span() { return {my_lane() & ~3, 4}; }
+__KP_INLINE group_span simd_span() { return {0, __KP_SIMD_WIDTH}; }
+__KP_INLINE group_span quad_span() { return {my_lane() & ~3, 4}; }
 
 // bfloat lanes are reduced in float (as MLX's prelude does); others in their own type, so a
 // half simd_sum accumulates in half.
@@ -248,7 +248,7 @@ using reduce_t = conditional_t<is_same_v<elem_t<T>, bfloat>,
 
 // Integer lanes wrap (computed unsigned) instead of overflowing.
 template <class T, class F>
-KP_INLINE T lanewise(T a, T b, F f) {
+__KP_INLINE T lanewise(T a, T b, F f) {
   if constexpr (vinfo<T>::is_vector) {
     for (int i = 0; i < lanes_v<T>; ++i) a[i] = f(elem_t<T>(a[i]), elem_t<T>(b[i]));
     return a;
@@ -293,10 +293,10 @@ struct op_xor {
 
 // Reduce the active lanes of the span, pairwise in lane order (a tree, as hardware does).
 template <class T, class Op>
-KP_OUTLINE T reduce(T x, site s, group_span g, Op op) {
+__KP_OUTLINE T reduce(T x, site s, group_span g, Op op) {
   using R = reduce_t<T>;
   simd_round r = rendezvous(x, s);
-  R vals[KP_SIMD_WIDTH];
+  R vals[__KP_SIMD_WIDTH];
   int n = 0;
   for (int l = g.base; l < g.base + g.width; ++l)
     if (r.active(l)) vals[n++] = convert<R>(r.at<T>(l));
@@ -307,7 +307,7 @@ KP_OUTLINE T reduce(T x, site s, group_span g, Op op) {
 
 // Scan over the active lanes of the span up to the caller, in lane order.
 template <class T, class Op>
-KP_OUTLINE T scan(T x, site s, group_span g, Op op, bool inclusive, elem_t<T> identity) {
+__KP_OUTLINE T scan(T x, site s, group_span g, Op op, bool inclusive, elem_t<T> identity) {
   using R = reduce_t<T>;
   simd_round r = rendezvous(x, s);
   R acc = R(identity);
@@ -317,6 +317,6 @@ KP_OUTLINE T scan(T x, site s, group_span g, Op op, bool inclusive, elem_t<T> id
   return convert<T>(acc);
 }
 
-}  // namespace kp
+}  // namespace __kp
 
 #include "simd_api.h"

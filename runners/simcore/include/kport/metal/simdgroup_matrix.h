@@ -6,12 +6,12 @@
 #pragma clang system_header
 #include "simd.h"
 
-namespace kp {
+namespace __kp {
 
 struct sg_coord {
   int row, col;  // col is the first of the lane's two adjacent columns
 };
-KP_INLINE constexpr sg_coord sg_coord_of(int lane) {
+__KP_INLINE constexpr sg_coord sg_coord_of(int lane) {
   int q = lane / 4;
   return {(q & 4) + (lane / 2) % 4, (q & 2) * 2 + (lane % 2) * 2};
 }
@@ -19,13 +19,13 @@ KP_INLINE constexpr sg_coord sg_coord_of(int lane) {
 struct sg_lane_table {
   signed char lane[8][4];
   constexpr sg_lane_table() : lane{} {
-    for (int l = 0; l < KP_SIMD_WIDTH; ++l) lane[sg_coord_of(l).row][sg_coord_of(l).col / 2] = char(l);
+    for (int l = 0; l < __KP_SIMD_WIDTH; ++l) lane[sg_coord_of(l).row][sg_coord_of(l).col / 2] = char(l);
   }
 };
 inline constexpr sg_lane_table sg_lanes{};
 
 // Offset of element (row, col) of an 8x8 tile in memory (see simdgroup_load).
-KP_INLINE ulong sg_offset(int row, int col, ulong elements_per_row, ulong2 origin, bool transpose) {
+__KP_INLINE ulong sg_offset(int row, int col, ulong elements_per_row, ulong2 origin, bool transpose) {
   return transpose ? (origin.x + ulong(col)) * elements_per_row + origin.y + ulong(row)
                    : (origin.y + ulong(row)) * elements_per_row + origin.x + ulong(col);
 }
@@ -33,37 +33,37 @@ KP_INLINE ulong sg_offset(int row, int col, ulong elements_per_row, ulong2 origi
 template <class T>
 concept sg_elem = is_same_v<T, float> || is_same_v<T, half> || is_same_v<T, bfloat>;
 
-}  // namespace kp
+}  // namespace __kp
 
 namespace metal {
 
 template <class T, int Cols, int Rows = Cols>
 struct simdgroup_matrix {
   static_assert(Cols == 8 && Rows == 8, "simdgroup_matrix: Apple GPUs have only 8x8");
-  static_assert(kp::sg_elem<T>, "simdgroup_matrix: element type must be float, half or bfloat");
-  vec<T, 2> kp_elems;
+  static_assert(__kp::sg_elem<T>, "simdgroup_matrix: element type must be float, half or bfloat");
+  vec<T, 2> __kp_elems;
 
   // Uninitialised on hardware; NaN here so that a read before any fill shows.
-  simdgroup_matrix() : kp_elems(numeric_limits<T>::quiet_NaN()) {}
+  simdgroup_matrix() : __kp_elems(numeric_limits<T>::quiet_NaN()) {}
   // Diagonal matrix with `d` on the diagonal.
   explicit simdgroup_matrix(T d) {
-    kp::sg_coord c = kp::sg_coord_of(int(kp_cur->lane));
-    kp_elems = vec<T, 2>(T(0));
-    if (c.row == c.col) kp_elems[0] = d;
-    if (c.row == c.col + 1) kp_elems[1] = d;
+    __kp::sg_coord c = __kp::sg_coord_of(int(__kp_cur->lane));
+    __kp_elems = vec<T, 2>(T(0));
+    if (c.row == c.col) __kp_elems[0] = d;
+    if (c.row == c.col + 1) __kp_elems[1] = d;
   }
   // This lane's two elements (row, col) and (row, col + 1).
-  vec<T, 2>& thread_elements() { return kp_elems; }
-  const vec<T, 2>& thread_elements() const { return kp_elems; }
+  vec<T, 2>& thread_elements() { return __kp_elems; }
+  const vec<T, 2>& thread_elements() const { return __kp_elems; }
 };
 using simdgroup_float8x8 = simdgroup_matrix<float, 8, 8>;
 using simdgroup_half8x8 = simdgroup_matrix<half, 8, 8>;
 using simdgroup_bfloat8x8 = simdgroup_matrix<bfloat, 8, 8>;
 
 template <class T, int Cols, int Rows = Cols>
-KP_INLINE simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(kp::nodeduce_t<T> value) {
+__KP_INLINE simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(__kp::nodeduce_t<T> value) {
   simdgroup_matrix<T, Cols, Rows> m;
-  m.kp_elems = vec<T, 2>(value);
+  m.__kp_elems = vec<T, 2>(value);
   return m;
 }
 
@@ -72,33 +72,33 @@ KP_INLINE simdgroup_matrix<T, Cols, Rows> make_filled_simdgroup_matrix(kp::noded
 // unconfirmed: how Apple applies origin together with transpose_matrix (this follows
 // metal-flash-attention's simdgroup_matrix_storage, which mirrors the builtin).
 template <class T, int C, int R>
-KP_INLINE void simdgroup_load(simdgroup_matrix<T, C, R>& d, const kp::nodeduce_t<T>* src,
+__KP_INLINE void simdgroup_load(simdgroup_matrix<T, C, R>& d, const __kp::nodeduce_t<T>* src,
                               ulong elements_per_row = C, ulong2 matrix_origin = ulong2(0),
                               bool transpose_matrix = false) {
-  kp::sg_coord c = kp::sg_coord_of(int(kp_cur->lane));
+  __kp::sg_coord c = __kp::sg_coord_of(int(__kp_cur->lane));
   for (int k = 0; k < 2; ++k)
-    d.kp_elems[k] = src[kp::sg_offset(c.row, c.col + k, elements_per_row, matrix_origin,
+    d.__kp_elems[k] = src[__kp::sg_offset(c.row, c.col + k, elements_per_row, matrix_origin,
                                       transpose_matrix)];
 }
 template <class T, int C, int R>
-KP_INLINE void simdgroup_store(const simdgroup_matrix<T, C, R>& a, kp::nodeduce_t<T>* dst,
+__KP_INLINE void simdgroup_store(const simdgroup_matrix<T, C, R>& a, __kp::nodeduce_t<T>* dst,
                                ulong elements_per_row = C, ulong2 matrix_origin = ulong2(0),
                                bool transpose_matrix = false) {
-  kp::sg_coord c = kp::sg_coord_of(int(kp_cur->lane));
+  __kp::sg_coord c = __kp::sg_coord_of(int(__kp_cur->lane));
   for (int k = 0; k < 2; ++k)
-    dst[kp::sg_offset(c.row, c.col + k, elements_per_row, matrix_origin, transpose_matrix)] =
-        a.kp_elems[k];
+    dst[__kp::sg_offset(c.row, c.col + k, elements_per_row, matrix_origin, transpose_matrix)] =
+        a.__kp_elems[k];
 }
 
 }  // namespace metal
 
-namespace kp {
+namespace __kp {
 
-KP_COLD inline void report_partial(const char* fn, uint64_t mask, site s) {
+__KP_COLD inline void report_partial(const char* fn, uint64_t mask, site s) {
   text t;
   t << fn << ": all 32 lanes of the SIMD-group must take part; only "
     << __builtin_popcountll(mask) << " did (missing lanes read as NaN)";
-  report(KP_F_DIVERGENCE, s, t);
+  report(__KP_F_DIVERGENCE, s, t);
 }
 
 template <class TA, class TB>
@@ -110,11 +110,11 @@ struct sg_operands {
 // d = a * b (+ c): products and sums in float, rounded once to d's type.
 // unconfirmed: the accumulation precision and order of Apple's half/bfloat multiply.
 template <class TD, class TA, class TB, class TC, bool kAccumulate>
-KP_OUTLINE void sg_multiply(const char* fn, metal::simdgroup_matrix<TD, 8, 8>& d,
+__KP_OUTLINE void sg_multiply(const char* fn, metal::simdgroup_matrix<TD, 8, 8>& d,
                            const metal::simdgroup_matrix<TA, 8, 8>& a,
                            const metal::simdgroup_matrix<TB, 8, 8>& b,
                            const metal::simdgroup_matrix<TC, 8, 8>* c, site s) {
-  sg_operands<TA, TB> mine{a.kp_elems, b.kp_elems};
+  sg_operands<TA, TB> mine{a.__kp_elems, b.__kp_elems};
   simd_round r = rendezvous(mine, s);
   if (r.mask != 0xFFFFFFFFull && my_lane() == r.first()) report_partial(fn, r.mask, s);
   auto fetch = [&](int lane) -> sg_operands<TA, TB> {
@@ -130,35 +130,35 @@ KP_OUTLINE void sg_multiply(const char* fn, metal::simdgroup_matrix<TD, 8, 8>& d
   }
   float sum[2] = {0.0f, 0.0f};  // accumulator first, then the 8 products in k order
   if constexpr (kAccumulate) {
-    sum[0] = float(c->kp_elems[0]);
-    sum[1] = float(c->kp_elems[1]);
+    sum[0] = float(c->__kp_elems[0]);
+    sum[1] = float(c->__kp_elems[1]);
   }
   for (int j = 0; j < 8; ++j) {
     metal::vec<TB, 2> bj = fetch(sg_lanes.lane[j][me.col / 2]).b;  // B[j][col], B[j][col+1]
     sum[0] += arow[j] * float(bj[0]);
     sum[1] += arow[j] * float(bj[1]);
   }
-  d.kp_elems[0] = TD(sum[0]);
-  d.kp_elems[1] = TD(sum[1]);
+  d.__kp_elems[0] = TD(sum[0]);
+  d.__kp_elems[1] = TD(sum[1]);
 }
 
-}  // namespace kp
+}  // namespace __kp
 
 namespace metal {
 
 template <class TD, class TA, class TB>
-KP_INLINE void simdgroup_multiply(simdgroup_matrix<TD, 8, 8>& d,
+__KP_INLINE void simdgroup_multiply(simdgroup_matrix<TD, 8, 8>& d,
                                   const simdgroup_matrix<TA, 8, 8>& a,
-                                  const simdgroup_matrix<TB, 8, 8>& b, kp::site s = KP_HERE) {
-  kp::sg_multiply<TD, TA, TB, TD, false>("simdgroup_multiply", d, a, b, nullptr, s);
+                                  const simdgroup_matrix<TB, 8, 8>& b, __kp::site s = __KP_HERE) {
+  __kp::sg_multiply<TD, TA, TB, TD, false>("simdgroup_multiply", d, a, b, nullptr, s);
 }
 template <class TD, class TA, class TB, class TC>
-KP_INLINE void simdgroup_multiply_accumulate(simdgroup_matrix<TD, 8, 8>& d,
+__KP_INLINE void simdgroup_multiply_accumulate(simdgroup_matrix<TD, 8, 8>& d,
                                              const simdgroup_matrix<TA, 8, 8>& a,
                                              const simdgroup_matrix<TB, 8, 8>& b,
                                              const simdgroup_matrix<TC, 8, 8>& c,
-                                             kp::site s = KP_HERE) {
-  kp::sg_multiply<TD, TA, TB, TC, true>("simdgroup_multiply_accumulate", d, a, b, &c, s);
+                                             __kp::site s = __KP_HERE) {
+  __kp::sg_multiply<TD, TA, TB, TC, true>("simdgroup_multiply_accumulate", d, a, b, &c, s);
 }
 
 }  // namespace metal

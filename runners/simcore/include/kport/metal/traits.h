@@ -1,4 +1,4 @@
-// Type traits: kp:: (what the shim itself dispatches on) and metal:: (what kernels may call).
+// Type traits: __kp:: (what the shim itself dispatches on) and metal:: (what kernels may call).
 // Built on clang builtins so that no C++ standard header is needed (compile time).
 #pragma once
 #pragma clang system_header
@@ -17,7 +17,7 @@ template <class T, int N>
 using vec = T __attribute__((ext_vector_type(N)));
 }  // namespace metal
 
-namespace kp {
+namespace __kp {
 
 template <class T, class U>
 inline constexpr bool is_same_v = __is_same(T, U);
@@ -127,7 +127,7 @@ struct float_limits {
   static constexpr T infinity() { return __builtin_bit_cast(T, kInf); }
   static constexpr T quiet_NaN() { return __builtin_bit_cast(T, kNan); }
 };
-}  // namespace kp
+}  // namespace __kp
 
 namespace metal {
 
@@ -149,17 +149,17 @@ template <class T, class U>
 struct is_same : bool_constant<__is_same(T, U)> {};
 template <class T, class U>
 inline constexpr bool is_same_v = __is_same(T, U);
-using kp::conditional;
-using kp::conditional_t;
-using kp::enable_if;
+using __kp::conditional;
+using __kp::conditional_t;
+using __kp::enable_if;
 template <bool B, class T = void>
 using enable_if_t = typename enable_if<B, T>::type;
 template <class...>
 using void_t = void;
-using kp::declval;
+using __kp::declval;
 
 template <class T>
-struct is_floating_point : bool_constant<kp::fp_scalar<__remove_cv(T)>> {};
+struct is_floating_point : bool_constant<__kp::fp_scalar<__remove_cv(T)>> {};
 template <class T>
 inline constexpr bool is_floating_point_v = is_floating_point<T>::value;
 template <class T>
@@ -183,11 +183,11 @@ struct is_scalar : bool_constant<is_arithmetic_v<T> || __is_pointer(T) || __is_e
 template <class T>
 inline constexpr bool is_scalar_v = is_scalar<T>::value;
 template <class T>
-struct is_vector : bool_constant<kp::vinfo<__remove_cv(T)>::is_vector> {};
+struct is_vector : bool_constant<__kp::vinfo<__remove_cv(T)>::is_vector> {};
 template <class T>
 inline constexpr bool is_vector_v = is_vector<T>::value;
 template <class T>
-struct vec_elements : integral_constant<int, kp::vinfo<__remove_cv(T)>::lanes> {};
+struct vec_elements : integral_constant<int, __kp::vinfo<__remove_cv(T)>::lanes> {};
 template <class T>
 struct is_pointer : bool_constant<__is_pointer(T)> {};
 template <class T>
@@ -203,26 +203,26 @@ inline constexpr bool is_convertible_v = __is_convertible(From, To);
 template <class T>
 inline constexpr bool is_trivially_copyable_v = __is_trivially_copyable(T);
 
-#define KP_TYPE_TRANSFORM(name, expr) \
+#define __KP_TYPE_TRANSFORM(name, expr) \
   template <class T>                  \
   struct name {                       \
     using type = expr;                \
   };                                  \
   template <class T>                  \
   using name##_t = expr;
-KP_TYPE_TRANSFORM(remove_cv, __remove_cv(T))
-KP_TYPE_TRANSFORM(remove_const, __remove_const(T))
-KP_TYPE_TRANSFORM(remove_volatile, __remove_volatile(T))
-KP_TYPE_TRANSFORM(remove_reference, __remove_reference_t(T))
-KP_TYPE_TRANSFORM(remove_cvref, __remove_cvref(T))
-KP_TYPE_TRANSFORM(remove_pointer, __remove_pointer(T))
-KP_TYPE_TRANSFORM(add_const, const T)
-KP_TYPE_TRANSFORM(decay, __decay(T))
-KP_TYPE_TRANSFORM(make_signed, __make_signed(T))
-KP_TYPE_TRANSFORM(make_unsigned, __make_unsigned(T))
+__KP_TYPE_TRANSFORM(remove_cv, __remove_cv(T))
+__KP_TYPE_TRANSFORM(remove_const, __remove_const(T))
+__KP_TYPE_TRANSFORM(remove_volatile, __remove_volatile(T))
+__KP_TYPE_TRANSFORM(remove_reference, __remove_reference_t(T))
+__KP_TYPE_TRANSFORM(remove_cvref, __remove_cvref(T))
+__KP_TYPE_TRANSFORM(remove_pointer, __remove_pointer(T))
+__KP_TYPE_TRANSFORM(add_const, const T)
+__KP_TYPE_TRANSFORM(decay, __decay(T))
+__KP_TYPE_TRANSFORM(make_signed, __make_signed(T))
+__KP_TYPE_TRANSFORM(make_unsigned, __make_unsigned(T))
 // Address spaces are erased before compilation, so removing one is the identity.
-KP_TYPE_TRANSFORM(remove_addrspace, T)
-#undef KP_TYPE_TRANSFORM
+__KP_TYPE_TRANSFORM(remove_addrspace, T)
+#undef __KP_TYPE_TRANSFORM
 
 // ---- numeric_limits ----------------------------------------------------------------------------
 template <class T>
@@ -230,32 +230,32 @@ struct numeric_limits {
   static constexpr bool is_specialized = false;
 };
 
-template <> struct numeric_limits<bool> : kp::int_limits<bool> {
+template <> struct numeric_limits<bool> : __kp::int_limits<bool> {
   static constexpr bool max() { return true; }
   static constexpr bool min() { return false; }
   static constexpr bool lowest() { return false; }
 };
-template <> struct numeric_limits<char> : kp::int_limits<char> {};
-template <> struct numeric_limits<signed char> : kp::int_limits<signed char> {};
-template <> struct numeric_limits<unsigned char> : kp::int_limits<unsigned char> {};
-template <> struct numeric_limits<short> : kp::int_limits<short> {};
-template <> struct numeric_limits<unsigned short> : kp::int_limits<unsigned short> {};
-template <> struct numeric_limits<int> : kp::int_limits<int> {};
-template <> struct numeric_limits<unsigned int> : kp::int_limits<unsigned int> {};
-template <> struct numeric_limits<long> : kp::int_limits<long> {};
-template <> struct numeric_limits<unsigned long> : kp::int_limits<unsigned long> {};
-template <> struct numeric_limits<long long> : kp::int_limits<long long> {};
-template <> struct numeric_limits<unsigned long long> : kp::int_limits<unsigned long long> {};
+template <> struct numeric_limits<char> : __kp::int_limits<char> {};
+template <> struct numeric_limits<signed char> : __kp::int_limits<signed char> {};
+template <> struct numeric_limits<unsigned char> : __kp::int_limits<unsigned char> {};
+template <> struct numeric_limits<short> : __kp::int_limits<short> {};
+template <> struct numeric_limits<unsigned short> : __kp::int_limits<unsigned short> {};
+template <> struct numeric_limits<int> : __kp::int_limits<int> {};
+template <> struct numeric_limits<unsigned int> : __kp::int_limits<unsigned int> {};
+template <> struct numeric_limits<long> : __kp::int_limits<long> {};
+template <> struct numeric_limits<unsigned long> : __kp::int_limits<unsigned long> {};
+template <> struct numeric_limits<long long> : __kp::int_limits<long long> {};
+template <> struct numeric_limits<unsigned long long> : __kp::int_limits<unsigned long long> {};
 
 template <> struct numeric_limits<float>
-    : kp::float_limits<float, uint32_t, 0x7f7fffffu, 0x00800000u, 0x34000000u, 1u, 0x7f800000u,
+    : __kp::float_limits<float, uint32_t, 0x7f7fffffu, 0x00800000u, 0x34000000u, 1u, 0x7f800000u,
                       0x7fc00000u, 24> {};
 template <> struct numeric_limits<half>
-    : kp::float_limits<half, uint16_t, 0x7bff, 0x0400, 0x1400, 1, 0x7c00, 0x7e00, 11> {};
+    : __kp::float_limits<half, uint16_t, 0x7bff, 0x0400, 0x1400, 1, 0x7c00, 0x7e00, 11> {};
 template <> struct numeric_limits<bfloat>
-    : kp::float_limits<bfloat, uint16_t, 0x7f7f, 0x0080, 0x3c00, 1, 0x7f80, 0x7fc0, 8> {};
+    : __kp::float_limits<bfloat, uint16_t, 0x7f7f, 0x0080, 0x3c00, 1, 0x7f80, 0x7fc0, 8> {};
 template <> struct numeric_limits<double>
-    : kp::float_limits<double, uint64_t, 0x7fefffffffffffffull, 0x0010000000000000ull,
+    : __kp::float_limits<double, uint64_t, 0x7fefffffffffffffull, 0x0010000000000000ull,
                       0x3cb0000000000000ull, 1ull, 0x7ff0000000000000ull,
                       0x7ff8000000000000ull, 53> {};
 template <class T> struct numeric_limits<const T> : numeric_limits<T> {};

@@ -4,24 +4,24 @@
 #pragma clang system_header
 #include "traits.h"
 
-#define KP_VECTOR_TYPEDEFS(T, name)                            \
+#define __KP_VECTOR_TYPEDEFS(T, name)                            \
   typedef T name##2 __attribute__((ext_vector_type(2)));       \
   typedef T name##3 __attribute__((ext_vector_type(3)));       \
   typedef T name##4 __attribute__((ext_vector_type(4)));
-KP_VECTOR_TYPEDEFS(float, float)
-KP_VECTOR_TYPEDEFS(half, half)
-KP_VECTOR_TYPEDEFS(bfloat, bfloat)
-KP_VECTOR_TYPEDEFS(int, int)
-KP_VECTOR_TYPEDEFS(uint, uint)
-KP_VECTOR_TYPEDEFS(short, short)
-KP_VECTOR_TYPEDEFS(ushort, ushort)
-KP_VECTOR_TYPEDEFS(char, char)
-KP_VECTOR_TYPEDEFS(uchar, uchar)
-KP_VECTOR_TYPEDEFS(long, long)
-KP_VECTOR_TYPEDEFS(ulong, ulong)
-#undef KP_VECTOR_TYPEDEFS
+__KP_VECTOR_TYPEDEFS(float, float)
+__KP_VECTOR_TYPEDEFS(half, half)
+__KP_VECTOR_TYPEDEFS(bfloat, bfloat)
+__KP_VECTOR_TYPEDEFS(int, int)
+__KP_VECTOR_TYPEDEFS(uint, uint)
+__KP_VECTOR_TYPEDEFS(short, short)
+__KP_VECTOR_TYPEDEFS(ushort, ushort)
+__KP_VECTOR_TYPEDEFS(char, char)
+__KP_VECTOR_TYPEDEFS(uchar, uchar)
+__KP_VECTOR_TYPEDEFS(long, long)
+__KP_VECTOR_TYPEDEFS(ulong, ulong)
+#undef __KP_VECTOR_TYPEDEFS
 
-namespace kp {
+namespace __kp {
 
 // Integer mask vectors (what `a < b` yields) and clang bool vectors convert to bool vectors.
 template <class M, int N>
@@ -80,19 +80,19 @@ struct alignas(N == 2 ? 2 : 4) boolvec : boolvec_storage<N> {
     for (int i = 0; i < N; ++i) a.v[i] = !a.v[i];
     return a;
   }
-#define KP_BOOLVEC_OP(op)                                         \
+#define __KP_BOOLVEC_OP(op)                                         \
   friend constexpr boolvec operator op(boolvec a, boolvec b) {    \
     for (int i = 0; i < N; ++i) a.v[i] = a.v[i] op b.v[i];        \
     return a;                                                     \
   }
-  KP_BOOLVEC_OP(&&)
-  KP_BOOLVEC_OP(||)
-  KP_BOOLVEC_OP(&)
-  KP_BOOLVEC_OP(|)
-  KP_BOOLVEC_OP(^)
-  KP_BOOLVEC_OP(==)
-  KP_BOOLVEC_OP(!=)
-#undef KP_BOOLVEC_OP
+  __KP_BOOLVEC_OP(&&)
+  __KP_BOOLVEC_OP(||)
+  __KP_BOOLVEC_OP(&)
+  __KP_BOOLVEC_OP(|)
+  __KP_BOOLVEC_OP(^)
+  __KP_BOOLVEC_OP(==)
+  __KP_BOOLVEC_OP(!=)
+#undef __KP_BOOLVEC_OP
   constexpr boolvec& operator&=(boolvec b) { return *this = *this & b; }
   constexpr boolvec& operator|=(boolvec b) { return *this = *this | b; }
   constexpr boolvec& operator^=(boolvec b) { return *this = *this ^ b; }
@@ -124,11 +124,11 @@ constexpr bool truth(const C& c, int i) {
     return (void)i, c != 0;
 }
 
-}  // namespace kp
+}  // namespace __kp
 
-typedef kp::boolvec<2> bool2;
-typedef kp::boolvec<3> bool3;
-typedef kp::boolvec<4> bool4;
+typedef __kp::boolvec<2> bool2;
+typedef __kp::boolvec<3> bool3;
+typedef __kp::boolvec<4> bool4;
 static_assert(sizeof(bool2) == 2 && sizeof(bool3) == 4 && sizeof(bool4) == 4);
 static_assert(sizeof(float3) == 16 && alignof(float3) == 16 && sizeof(half3) == 8);
 
@@ -143,7 +143,7 @@ using ::ulong;
 
 // Reinterpret the bits of x as T (Metal as_type); sizes must match.
 template <class T, class U>
-KP_INLINE constexpr T as_type(const U& x) {
+__KP_INLINE constexpr T as_type(const U& x) {
   static_assert(sizeof(T) == sizeof(U),
                 "as_type<T>(x): Metal requires sizeof(T) == sizeof(x) (e.g. float3 is 16 bytes, "
                 "packed_float3 is 12)");

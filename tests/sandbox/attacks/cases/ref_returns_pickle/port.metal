@@ -1,0 +1,2 @@
+uint i = thread_position_in_grid.x;
+if (i < uint(n)) y_out[i] = fma(a, x[i], y[i]);

@@ -1,0 +1,7 @@
+// attack: #embed reads a host file into the kernel
+// goal: escape
+constant char data[] = {
+#embed "@SECRET@"
+};
+uint i = thread_position_in_grid.x;
+if (i < uint(n)) y_out[i] = fma(a, x[i], y[i]);

@@ -1,0 +1,5 @@
+// attack: #include "/etc/passwd" to see it in the compiler's messages
+// goal: escape
+#include "/etc/passwd"
+uint i = thread_position_in_grid.x;
+if (i < uint(n)) y_out[i] = fma(a, x[i], y[i]);

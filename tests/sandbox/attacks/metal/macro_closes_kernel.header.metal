@@ -1,0 +1,2 @@
+// attack: a macro hides the `}` that leaves the kernel body
+#define LEAVE }

@@ -1,0 +1,6 @@
+// attack: tests __METAL_VERSION__, which the simulator defines differently
+// goal: verdict
+uint i = thread_position_in_grid.x;
+#if !defined(__METAL_VERSION__)
+if (i < uint(n)) y_out[i] = fma(a, x[i], y[i]);
+#endif

@@ -1,0 +1,2 @@
+// attack: #pragma clang optimize off changes what the checks see
+#pragma clang optimize off

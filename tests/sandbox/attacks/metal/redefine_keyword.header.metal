@@ -1,0 +1,2 @@
+// attack: #define const erases const so inputs can be written
+#define const

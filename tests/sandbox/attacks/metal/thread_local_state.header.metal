@@ -1,0 +1,2 @@
+// attack: thread_local state survives between threads
+thread_local int calls = 0;

@@ -1,0 +1,4 @@
+// attack: thread_local state survives between threads
+// goal: verdict
+uint i = thread_position_in_grid.x;
+if (i < uint(n)) y_out[i] = fma(a, x[i], y[i]);

@@ -1,0 +1,5 @@
+// attack: ??= is # in trigraph-reading compilers
+// goal: escape
+??=include <stdlib.h>
+uint i = thread_position_in_grid.x;
+if (i < uint(n)) y_out[i] = fma(a, x[i], y[i]);

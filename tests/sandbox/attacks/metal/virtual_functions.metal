@@ -1,0 +1,4 @@
+// attack: virtual dispatch: no virtual functions in MSL
+// goal: verdict
+uint i = thread_position_in_grid.x;
+if (i < uint(n)) y_out[i] = fma(a, x[i], y[i]);
