@@ -11,6 +11,7 @@ coverage: constructs mapped, constructs left as TODO with their rule and line.
 from __future__ import annotations
 
 import functools
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -89,6 +90,18 @@ def constructs() -> dict[str, str]:
     return out
 
 
+def _program_scope_constant(node, text: str) -> bool:
+    """Whether a file-scope declaration is read-only data (const/constexpr) that still lacks
+    Metal's `constant`; a mutable global stays as it is (and is refused: no mutable
+    program-scope storage in Metal)."""
+    declarator = node.child_by_field_name("declarator")
+    if node.type != "declaration" or declarator is None or declarator.type in (
+            "function_declarator",):
+        return False
+    words = set(re.findall(r"\w+", text.split("=")[0]))
+    return "constant" not in words and bool(words & {"const", "constexpr"})
+
+
 def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = None,
                      grid: list | None = None, block: list | None = None,
                      shared_mem: str | int = 0, where: str = "<source>",
@@ -122,6 +135,11 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
         text = Emitter(data, ctx, in_kernel=False).emit(node).strip()
         if node.type in ("struct_specifier", "enum_specifier") and not text.endswith(";"):
             text += ";"
+        if _program_scope_constant(node, text):
+            # MSL keeps program-scope data only in the constant address space: a file-scope
+            # `constexpr int K = 8;` is refused by Apple's compiler without it
+            text = "constant " + text
+            ctx.rules_used.add("memory.constant_table")
         header_parts.append(text)
     body_node = info.kernel_node.child_by_field_name("body")
     inner = Emitter(data, ctx, in_kernel=True)

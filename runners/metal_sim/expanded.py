@@ -82,36 +82,120 @@ def _balance_problems(toks: list[Token], file: str) -> list[Problem]:
     return []
 
 
-def _static_ok(toks: list[Token], k: int) -> bool:
-    """``static`` may start a constant or a function definition, never a variable."""
-    nxt = toks[k + 1].text if k + 1 < len(toks) else ""
-    if nxt in ("inline", "constexpr", "constant", "const", "__attribute__"):
-        return True
+def _declaration(toks: list[Token], k: int) -> tuple[list[Token], bool]:
+    """The declaration starting at toks[k], up to its `=`, `;` or body, and whether it is a
+    function (a `(` after a name, at depth 0, then `;`, `{`, `const` or `noexcept`)."""
     depth = 0
-    for j in range(k + 1, len(toks)):
+    for j in range(k, len(toks)):
         t = toks[j].text
-        if t in ("=", ";", "{", "[") and depth == 0:
-            return False
-        if t == "(":
-            if depth == 0 and toks[j - 1].kind == "identifier":
-                close, d2 = j, 0
-                for close in range(j, len(toks)):
-                    d2 += {"(": 1, ")": -1}.get(toks[close].text, 0)
-                    if d2 == 0:
-                        break
-                rest = [x.text for x in toks[close + 1:close + 4]]
-                return "{" in rest[:3] and all(x in ("{", "const", "noexcept") for x in
-                                                   rest[:rest.index("{")])
-            depth += 1
-        elif t == ")":
-            depth -= 1
-    return False
+        if depth == 0 and t in ("=", ";", "{"):
+            return toks[k:j], False
+        if t == "(" and depth == 0 and j > k and toks[j - 1].kind == "identifier" and \
+                toks[j - 1].text not in _NOT_A_NAME:
+            close, inner = j, 0
+            for close in range(j, len(toks)):
+                inner += {"(": 1, ")": -1}.get(toks[close].text, 0)
+                if inner == 0:
+                    break
+            after = toks[close + 1].text if close + 1 < len(toks) else ";"
+            return toks[k:close + 1], after in (";", "{", "const", "noexcept", "[", "->")
+        depth += t in "([" and toks[j].kind == "punct"
+        depth -= t in ")]" and toks[j].kind == "punct"
+    return toks[k:], False
+
+
+# words followed by `(` in a declaration that do not make it a function
+_NOT_A_NAME = {"__attribute__", "alignas", "decltype", "sizeof", "alignof", "noexcept"}
+
+
+def _static_ok(toks: list[Token], k: int) -> bool:
+    """``static`` may declare a function or data in the constant address space, never a
+    variable (Metal has no mutable program-scope storage)."""
+    decl, function = _declaration(toks, k)
+    return function or any(t.text == "constant" for t in decl)
+
+
+_CLASS_KEYS = {"struct", "class", "union", "enum"}
+_TYPE_ONLY = {"template", "using", "typedef", "static_assert", "namespace", "friend"} | _CLASS_KEYS
+
+
+def _program_scope_problems(toks: list[Token], file: str) -> list[Problem]:
+    """Variables at namespace scope (a header, a .metal file) must be `constant` data: "program
+    scope variable must reside in constant address space" (Apple's compiler)."""
+    out, scopes, k = [], [], 0
+    while k < len(toks):
+        t = toks[k]
+        if t.text == "}":
+            if scopes:
+                scopes.pop()
+            k += 1
+            continue
+        if t.text in (";", "{") or any(s != "namespace" for s in scopes):
+            if t.text == "{":
+                scopes.append("block")
+            k += 1
+            continue
+        if t.text == "namespace":  # namespace NAME { ... }: still namespace scope inside
+            while k < len(toks) and toks[k].text not in ("{", ";"):
+                k += 1
+            if k < len(toks) and toks[k].text == "{":
+                scopes.append("namespace")
+            k += 1
+            continue
+        decl, function = _declaration(toks, k)
+        words = {x.text for x in decl}
+        end = k + max(len(decl), 1)
+        if not function and words & _CLASS_KEYS and end < len(toks) and toks[end].text == "{":
+            # a class body: what follows its `}` up to `;` declares variables of it
+            close = _matching(toks, end)
+            tail = toks[close + 1:]
+            stop = next((i for i, x in enumerate(tail) if x.text == ";"), len(tail))
+            if any(x.kind == "identifier" for x in tail[:stop]) and "constant" not in words:
+                out.append(_program_scope(file, tail[0]))
+            k = close + 1 + stop + 1
+            continue
+        if not function and not words & _TYPE_ONLY and "constant" not in words and any(
+                x.kind == "identifier" for x in decl):
+            out.append(_program_scope(file, t))
+        # skip to the end of this declaration (its initializer or body included)
+        while end < len(toks) and toks[end].text not in (";", "{"):
+            end += 1
+        if end < len(toks) and toks[end].text == "{":
+            end = _matching(toks, end)
+            if not function:  # `= {...};` or a class body: its `;` ends it
+                while end < len(toks) and toks[end].text != ";":
+                    end += 1
+        k = end + 1
+    return out
+
+
+def _matching(toks: list[Token], k: int) -> int:
+    depth = 0
+    for j in range(k, len(toks)):
+        depth += toks[j].text == "{"
+        depth -= toks[j].text == "}"
+        if depth == 0:
+            return j
+    return len(toks) - 1
+
+
+def _program_scope(file: str, t: Token) -> Problem:
+    return Problem(file, t.line, "storage", "a variable at program scope must be `constant` "
+                   "data (Metal has no mutable program-scope storage; Apple's compiler: "
+                   "\"program scope variable must reside in constant address space\")")
+
+
+# MLX's generated signature sits between a header and a body: the header's macros expand in
+# it, so what they put there is checked too (its brackets open the body: no balance check)
+_SIGNATURE = "mlx-signature"
+_BODIES = frozenset({"source.metal"})  # a function's body, not namespace scope
 
 
 def preprocessed_problems(preprocessed: str, files: set[str]) -> list[Problem]:
     """What the allow-list refuses in the candidate's part of ``clang -E`` output."""
     r = rules()
-    runs, out = candidate_runs(preprocessed, files)
+    runs, out = candidate_runs(preprocessed, set(files) | {_SIGNATURE})
+    out = [p for p in out if p.file != _SIGNATURE]
     for file, numbers, text in runs:
         lines = text.split("\n")
         for number, ln in zip(numbers, lines, strict=True):
@@ -121,7 +205,10 @@ def preprocessed_problems(preprocessed: str, files: set[str]) -> list[Problem]:
                     out.append(Problem(file, number, "pragma", f"#pragma {body} is not allowed"))
         code = "\n".join("" if ln.startswith("#pragma") else ln for ln in lines)
         toks = [replace(t, line=numbers[t.line - 1]) for t in lex(code)[0]]
-        out += _balance_problems(toks, file)
+        if file != _SIGNATURE:
+            out += _balance_problems(toks, file)
+        if file not in _BODIES | {_SIGNATURE}:
+            out += _program_scope_problems(toks, file)
         for k, t in enumerate(toks):
             if t.text in r["forbidden"]:
                 out.append(Problem(file, t.line, "keyword", f"`{t.text}`: "
@@ -132,8 +219,8 @@ def preprocessed_problems(preprocessed: str, files: set[str]) -> list[Problem]:
                 out += gnu_attribute_problems(toks, k, file)
             elif t.text == "static" and not _static_ok(toks, k):
                 out.append(Problem(file, t.line, "storage", "`static` variables keep state "
-                                   "between threads and launches; only constants and functions "
-                                   "may be static"))
+                                   "between threads and launches; only functions and `constant` "
+                                   "data may be static"))
             elif t.text in (".*", "->*"):
                 out.append(Problem(file, t.line, "function-pointer", "pointers to members are "
                                    "not allowed"))

@@ -173,3 +173,13 @@ def test_the_preprocessed_pass_alone_refuses_an_include(monkeypatch):
     assert not run.compiled
     assert any("[include]" in d.message and "stdlib.h" in d.message and d.line == 1
                for d in run.diagnostics), run.diagnostics
+
+
+def test_what_a_header_macro_puts_into_mlxs_signature_is_checked():
+    import mlx.core as mx
+
+    header = '#define buffer(n) clang::no_sanitize("thread")\n'
+    k = metal_kernel("sig", ["x"], ["y"], "y[0] = x[0];", header=header)
+    run = k.launch(inputs=[mx.arange(8.0)], grid=(8, 1, 1), threadgroup=(8, 1, 1),
+                   output_shapes=[(8,)], output_dtypes=[mx.float32])
+    assert not run.compiled and "[attribute]" in str(run.diagnostics), run.diagnostics

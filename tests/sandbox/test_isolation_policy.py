@@ -67,3 +67,14 @@ def test_opted_in_the_host_still_stops_forbidden_calls(no_jail, traces, tmp_path
     out = json.loads(proc.stdout)
     assert any(f.startswith("sandbox:") for f in out["findings"]), out
     assert traces.found() == []
+
+
+def test_eval_and_its_report_record_a_run_without_the_jail(no_jail, tmp_path):
+    out = tmp_path / "run"
+    proc = kport("eval", "001", "--small", "--out", str(out), "--unsandboxed", env=no_jail)
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads((out / "run.json").read_text())
+    assert run["isolation"].startswith("NO JAIL (unsandboxed")
+    proc = kport("report", str(out), env=no_jail)
+    assert proc.returncode == 0, proc.stderr
+    assert "isolation: NO JAIL (unsandboxed" in (out / "report.md").read_text()

@@ -263,13 +263,12 @@ def test_out_of_bounds_write_is_a_fault():
 
 @pytest.mark.parametrize(("where", "line"), [("source.metal", 3), ("header.metal", 2)])
 def test_compile_error_names_the_users_file_and_line(where, line):
-    bad = "  float y = undeclared_name;"
     header = "inline float one() { return 1.0f; }\n"
     source = "uint i = thread_position_in_grid.x;\nfloat z = one();\n"
-    if where == "header.metal":
-        header += bad + "\n"
+    if where == "header.metal":  # (a program-scope variable would be refused before compiling)
+        header += "inline float two() { return undeclared_name; }\n"
     else:
-        source += bad + "\n"
+        source += "  float y = undeclared_name;\n"
     source += "out[i] = z;"
     k = metal_kernel(name="broken", input_names=["inp"], output_names=["out"], source=source,
                      header=header)
