@@ -107,6 +107,7 @@ class Limits:
     cpu_seconds: int = 600
 
 
+@functools.lru_cache(maxsize=1)
 def _landlock_abi() -> int:
     if not sys.platform.startswith("linux"):
         return 0
@@ -118,6 +119,7 @@ def _landlock_abi() -> int:
     return max(int(abi), 0)
 
 
+@functools.lru_cache(maxsize=1)
 def _seccomp_available() -> bool:
     return sys.platform.startswith("linux") and Path(
         "/proc/sys/kernel/seccomp/actions_avail").is_file()
@@ -303,9 +305,9 @@ def _kill_jail(proc: subprocess.Popen, info_fd: int) -> None:
             child = json.loads(os.read(info_fd, 4096).decode()).get("child-pid")
         except (OSError, ValueError, AttributeError):
             child = None
-    for pid in ([child] if child else []):
+    if child:
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
+            os.kill(child, signal.SIGKILL)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     deadline = time.monotonic() + 5

@@ -76,16 +76,42 @@ def _directive_problems(d: list[Token], file: str) -> list[Problem]:
         return [Problem(file, line, "include", f"#include {' '.join(parts)}: only Apple's own "
                         "headers (<metal_stdlib> and the other <metal_*>) may be included")]
     if name == "pragma":
-        text = " ".join(t.text for t in d[2:])
-        if any(p.match(text) for p in r["pragma_res"]):
-            return []
-        return [Problem(file, line, "pragma", f"#pragma {text}: only loop-unrolling, "
-                        "`once`, METAL fp and diagnostic pragmas are allowed")]
+        return pragma_problems(d[2:], file, line)
     if name not in r["directives"]:
         return [Problem(file, line, "directive", f"#{name} is not allowed in a kernel source")]
     if name == "define":
         return _define_problems(d, file)
     return []
+
+
+def pragma_problems(body: list[Token], file: str, line: int) -> list[Problem]:
+    """A pragma's tokens against the allowed forms; `unroll(expr)` may take any expression
+    over names and numbers (llama.cpp writes `#pragma unroll(chpt)`)."""
+    text = " ".join(t.text for t in body)
+    if any(p.match(text) for p in rules()["pragma_res"]):
+        return []
+    if len(body) > 3 and [t.text for t in body[:2]] == ["unroll", "("] and body[-1].text == ")" \
+            and all(t.kind in ("identifier", "number") or t.text in _EXPR_PUNCT
+                    for t in body[2:-1]):
+        return []
+    return [Problem(file, line, "pragma", f"#pragma {text}: only loop-unrolling, `once`, "
+                    "METAL fp and diagnostic pragmas are allowed")]
+
+
+_EXPR_PUNCT = set("+-*/%()<>&|^~!?:,") | {"<<", ">>", "<=", ">=", "==", "!=", "&&", "||"}
+
+
+def _pragma_operator_problems(toks: list[Token], k: int, file: str) -> list[Problem]:
+    """``_Pragma("...")`` (real kernels hide `clang loop unroll(full)` in macros): only with a
+    plain string literal whose pragma is an allowed one, never a stringized parameter."""
+    t = toks[k]
+    if not (k + 3 < len(toks) and toks[k + 1].text == "(" and toks[k + 2].kind == "string"
+            and toks[k + 2].text.startswith('"') and toks[k + 3].text == ")"):
+        return [Problem(file, t.line, "pragma", "_Pragma needs one plain string literal")]
+    inner = toks[k + 2].text[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+    body, problems = lex(inner)
+    return [Problem(file, t.line, "pragma", "_Pragma: a malformed pragma")] if problems else \
+        pragma_problems(body, file, t.line)
 
 
 def _define_problems(d: list[Token], file: str) -> list[Problem]:
@@ -184,8 +210,8 @@ def source_problems(text: str, file: str) -> list[Problem]:
     in_define = set()
     for d in directives(toks):
         out += _directive_problems(d, file)
-        if len(d) > 1 and d[1].text == "include" and not _INCLUDE_LINE.match(
-                lines[d[0].line - 1]):
+        if len(d) > 1 and d[1].text == "include" and not _directive_problems(d, file) and \
+                not _INCLUDE_LINE.match(lines[d[0].line - 1]):
             out.append(Problem(file, d[0].line, "include", "write #include <metal_...> alone "
                                "on one line, as written here: `#include <metal_stdlib>`"))
         if len(d) > 1 and d[1].text == "define":
@@ -199,6 +225,8 @@ def source_problems(text: str, file: str) -> list[Problem]:
         out += _name_problems(t, file)
         if t.text == "__attribute__":
             out += gnu_attribute_problems(toks, k, file)
+        elif t.text == "_Pragma":
+            out += _pragma_operator_problems(toks, k, file)
         elif t.text == "[" and k + 1 < len(toks) and toks[k + 1].text == "[" and \
                 t.logical not in in_define:
             out += attribute_problems(toks, k, file)

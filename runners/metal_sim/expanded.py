@@ -20,6 +20,7 @@ from runners.metal_sim.allowlist import (
     Problem,
     attribute_problems,
     gnu_attribute_problems,
+    pragma_problems,
     rules,
 )
 from runners.simbuild import Vetting
@@ -200,9 +201,7 @@ def preprocessed_problems(preprocessed: str, files: set[str]) -> list[Problem]:
         lines = text.split("\n")
         for number, ln in zip(numbers, lines, strict=True):
             if ln.startswith("#pragma"):
-                body = " ".join(t.text for t in lex(ln[len("#pragma"):])[0])
-                if not any(p.match(body) for p in r["pragma_res"]):
-                    out.append(Problem(file, number, "pragma", f"#pragma {body} is not allowed"))
+                out += pragma_problems(lex(ln[len("#pragma"):])[0], file, number)
         code = "\n".join("" if ln.startswith("#pragma") else ln for ln in lines)
         toks = [replace(t, line=numbers[t.line - 1]) for t in lex(code)[0]]
         if file != _SIGNATURE:

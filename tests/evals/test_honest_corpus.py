@@ -7,6 +7,7 @@ from evals.cases import discover
 from evals.harness import judge
 
 CASES = [c for c in discover() if c.metal is not None]
+pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)

@@ -98,5 +98,5 @@ def traces(tmp_path, short_limits):
 @pytest.fixture(autouse=True)
 def short_limits(monkeypatch):
     """Compile-time bombs and hangs end in seconds, not minutes."""
-    monkeypatch.setenv("KPORT_COMPILE_TIMEOUT", "20")
-    monkeypatch.setenv("KPORT_SIM_TIMEOUT", "10")
+    monkeypatch.setenv("KPORT_COMPILE_TIMEOUT", "8")
+    monkeypatch.setenv("KPORT_SIM_TIMEOUT", "5")

@@ -83,6 +83,7 @@ using namespace metal;
 #define SQ(v) ((v) * (v))
 #define STR(x) #x
 #define FIRST(a, ...) (a)
+#define UNROLL _Pragma("clang loop unroll(full)")
 static constexpr constant float K = 2.0f;
 constant int TABLE[4] = {1, 2, 3, 4};
 static inline float twice(float v) { return K * v; }
@@ -93,8 +94,9 @@ inline float apply(float v) { auto f = [&](float w) { return w + v; }; return f(
 HONEST_BODY = """uint i = thread_position_in_grid.x;
 threadgroup __attribute__((aligned(16))) float tile[64];
 const device float* __restrict p = x;
-#pragma unroll
+#pragma unroll(4 * 1)
 for (uint k = 0; k < 4; k++) { tile[i * 4 + k] = 0; }
+UNROLL for (uint k = 0; k < 2; k++) { tile[i * 4 + k] += 0; }
 threadgroup_barrier(mem_flags::mem_threadgroup);
 Pair<float> pr = {p[i], float(TABLE[i % 4])};
 if (i < 8) [[likely]] y[i] = twice(SQ(pr.sum())) + halve(FIRST(1.0f, 2.0f)) + apply(0.0f)
@@ -121,6 +123,7 @@ REFUSED = {  # body -> the check that refuses it, and in which pass
     "%:include <metal_stdlib>": "[include]",
     "#define H(x) x ## 1": "[token-pasting]",
     "#if __METAL_VERSION__ >= 300\n#endif": "[reserved-name]",
+    "#define P(x) _Pragma(#x)\nP(clang optimize off)": "[pragma]",
 }
 
 

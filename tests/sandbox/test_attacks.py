@@ -14,6 +14,7 @@ from runners.metal_sim import allowlist, expanded
 from runners.simbuild import Vetting
 
 METAL = metal_attacks()
+pytestmark = pytest.mark.slow
 CUDA = cuda_attacks()
 
 

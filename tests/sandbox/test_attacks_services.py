@@ -14,6 +14,7 @@ import pytest
 from conftest import ROOT, case_attacks, materialize, metal_attacks
 
 METAL = metal_attacks()
+pytestmark = pytest.mark.slow
 CASES = case_attacks()
 
 
