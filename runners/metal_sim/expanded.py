@@ -93,11 +93,7 @@ def _declaration(toks: list[Token], k: int) -> tuple[list[Token], bool]:
             return toks[k:j], False
         if t == "(" and depth == 0 and j > k and toks[j - 1].kind == "identifier" and \
                 toks[j - 1].text not in _NOT_A_NAME:
-            close, inner = j, 0
-            for close in range(j, len(toks)):
-                inner += {"(": 1, ")": -1}.get(toks[close].text, 0)
-                if inner == 0:
-                    break
+            close = _matching(toks, j)
             after = toks[close + 1].text if close + 1 < len(toks) else ";"
             return toks[k:close + 1], after in (";", "{", "const", "noexcept", "[", "->")
         depth += t in "([" and toks[j].kind == "punct"
@@ -171,10 +167,13 @@ def _program_scope_problems(toks: list[Token], file: str) -> list[Problem]:
 
 
 def _matching(toks: list[Token], k: int) -> int:
+    """Index of the bracket closing the one at toks[k] (the last token if none does)."""
+    opening = toks[k].text
+    closing = {"(": ")", "[": "]", "{": "}"}[opening]
     depth = 0
     for j in range(k, len(toks)):
-        depth += toks[j].text == "{"
-        depth -= toks[j].text == "}"
+        depth += toks[j].text == opening
+        depth -= toks[j].text == closing
         if depth == 0:
             return j
     return len(toks) - 1
