@@ -33,7 +33,9 @@ switch template this thread_local throw true try typedef typeid typename union u
 virtual void volatile wchar_t while xor xor_eq device constant thread threadgroup kernel half
 bfloat uint ushort uchar""".split())
 _RESERVED = re.compile(r"^(__|_[A-Z])")
-_INCLUDE_LINE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<metal_\w+>[ \t]*$")
+# `#include <metal_*>` alone on its line (a `//` comment may follow, but no line splice: the
+# TU blanks the whole line, which must not change what the next line means)
+_INCLUDE_LINE = re.compile(r"^[ \t]*#[ \t]*include[ \t]*<metal_\w+>[ \t]*(//[^\\]*)?$")
 
 
 @dataclass(frozen=True)

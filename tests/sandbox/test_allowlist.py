@@ -78,7 +78,7 @@ def test_every_expert_port_of_the_corpus_passes():
         assert allowlist.source_problems(f.read_text(), f.name) == [], f
 
 
-HONEST_HEADER = """#include <metal_stdlib>
+HONEST_HEADER = """#include <metal_stdlib>  // the MSL library
 using namespace metal;
 #define SQ(v) ((v) * (v))
 #define STR(x) #x
