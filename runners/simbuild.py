@@ -189,13 +189,13 @@ def host_executable(settings: Settings | None = None) -> Path:
 class Vetting:
     """Checks a build runs when it is not cached: on ``tu`` preprocessed (``clang -E``, in the
     jail; the source as its author wrote it, which may differ from the TU compiled) before
-    compiling, and on the linked library after. Their findings fail the build as compile
+    compiling, and on the linked library's bytes after. Their findings fail the build as compile
     errors do, and are cached with it (``digest`` and ``tu`` are part of the key)."""
 
     digest: str
     tu: str
     preprocessed: Callable[[str], list[Diagnostic]]
-    library: Callable[[Path], list[Diagnostic]]
+    library: Callable[[bytes], list[Diagnostic]]
 
 
 def _hash_file(path: Path) -> Path:
@@ -305,7 +305,7 @@ def _jailed_build(compiler: Compiler, flags: list[str], scratch: Path, settings:
     if data is None:
         return None, log + "\nthe compiler wrote no usable kernel.so", False
     if vetting:
-        found = vetting.library(scratch / "kernel.so")
+        found = vetting.library(data)
         if found:
             return None, log + "".join(f"{d}\n" for d in found), False
     return data, log, False

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import re
+import struct
 from dataclasses import replace
 from pathlib import Path
 
@@ -264,18 +266,17 @@ def _libm_functions() -> frozenset[str]:
                          and s["st_info"]["type"] in ("STT_FUNC", "STT_GNU_IFUNC", "STT_LOOS"))
 
 
-def import_problems(library: Path, file: str) -> list[Problem]:
-    """Calls the linked kernel library makes outside itself that a kernel may not make (the C
-    library's ``system``, ``fopen``, ...), read from its dynamic symbol table."""
+def import_problems(library: bytes, file: str) -> list[Problem]:
+    """Calls the linked kernel library (its bytes) makes outside itself that a kernel may not
+    make (the C library's ``system``, ``fopen``, ...), read from its dynamic symbol table."""
     from elftools.common.exceptions import ELFError
     from elftools.elf.elffile import ELFFile
 
     try:
-        with open(library, "rb") as f:
-            table = ELFFile(f).get_section_by_name(".dynsym")
-            wanted = sorted({s.name for s in table.iter_symbols()
-                             if s.name and s["st_shndx"] == "SHN_UNDEF"}) if table else []
-    except (OSError, ELFError) as err:
+        table = ELFFile(io.BytesIO(library)).get_section_by_name(".dynsym")
+        wanted = sorted({s.name for s in table.iter_symbols()
+                         if s.name and s["st_shndx"] == "SHN_UNDEF"}) if table else []
+    except (ELFError, ValueError, struct.error) as err:
         return [Problem(file, 0, "imports", f"the compiled kernel cannot be read ({err})")]
     libm = _libm_functions()
     bad = [n for n in wanted if not n.startswith(_IMPORT_PREFIXES) and n not in _IMPORTS

@@ -186,3 +186,17 @@ def test_what_a_header_macro_puts_into_mlxs_signature_is_checked():
     run = k.launch(inputs=[mx.arange(8.0)], grid=(8, 1, 1), threadgroup=(8, 1, 1),
                    output_shapes=[(8,)], output_dtypes=[mx.float32])
     assert not run.compiled and "[attribute]" in str(run.diagnostics), run.diagnostics
+
+
+def test_the_library_pass_refuses_a_call_out_of_the_kernel():
+    """A function declared and never defined is a call out of the library (into the host or
+    the C library): the import check on the linked kernel refuses it."""
+    import mlx.core as mx
+
+    k = metal_kernel("imp", ["x"], ["y"], "y[0] = float(mystery(int(x[0])));",
+                     header="int mystery(int v);\n")
+    run = k.launch(inputs=[mx.arange(8.0)], grid=(8, 1, 1), threadgroup=(8, 1, 1),
+                   output_shapes=[(8,)], output_dtypes=[mx.float32])
+    assert not run.compiled
+    assert any("[imports]" in d.message and "mystery" in d.message for d in run.diagnostics), (
+        run.diagnostics)
