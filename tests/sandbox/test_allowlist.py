@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import ATTACKS, ROOT
+from attack_corpus import ATTACKS, ROOT
 
 from runners.cpplex import DIGRAPHS, lex
 from runners.metal_sim import allowlist, metal_kernel

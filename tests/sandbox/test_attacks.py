@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT, SAXPY, cuda_attacks, materialize, metal_attacks
+from attack_corpus import ROOT, SAXPY, cuda_attacks, materialize, metal_attacks
 
 from runners.metal_sim import allowlist, expanded
 from runners.simbuild import Vetting

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT, case_attacks, materialize, metal_attacks
+from attack_corpus import ROOT, case_attacks, materialize, metal_attacks
 
 METAL = metal_attacks()
 pytestmark = pytest.mark.slow

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ATTACKS, ROOT, SAXPY, Attack, materialize
+from attack_corpus import ATTACKS, ROOT, SAXPY, Attack, materialize
 
 
 def kport(*args: str, env: dict) -> subprocess.CompletedProcess:
