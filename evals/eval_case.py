@@ -64,8 +64,14 @@ def make_task(case: CaseSpec, **settings) -> CaseTask:
 @contextlib.contextmanager
 def _budget(seconds: float):
     """Raise CaseBudgetSpent in this (main) thread after ``seconds``; where signals cannot be
-    set (not the main thread) only the harness's per-run timeouts bound the case."""
+    set (not the main thread) only the harness's per-run timeouts bound the case. Python drops
+    an exception raised where it cannot propagate (an at-fork hook, a finalizer), so the alarm
+    repeats until one does, and a budget spent is reported even if the work then finished."""
+    spent = []
+
     def alarm(signum, frame):
+        spent.append(True)
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
         raise CaseBudgetSpent()
 
     try:
@@ -79,6 +85,8 @@ def _budget(seconds: float):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+    if spent:
+        raise CaseBudgetSpent()
 
 
 def run_case(task: CaseTask) -> dict:

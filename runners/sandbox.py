@@ -285,6 +285,9 @@ class Jail:
                 except subprocess.TimeoutExpired:
                     timed_out = True
                     _kill_jail(proc, info_r)
+                except BaseException:  # interrupted (Ctrl-C, a case budget): no jail lives on
+                    _kill_jail(proc, info_r)
+                    raise
                 out.seek(0)
                 text = out.read(MAX_OUTPUT + 1)
         finally:
@@ -308,7 +311,8 @@ def _kill_jail(proc: subprocess.Popen, info_fd: int) -> None:
     if child:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(child, signal.SIGKILL)
-    os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     deadline = time.monotonic() + 5
     while child and time.monotonic() < deadline:  # a zombie has outlived all of its jail

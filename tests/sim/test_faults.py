@@ -289,3 +289,48 @@ def test_a_killed_kport_leaves_no_jailed_process_running(tmp_path):
     while sleepers():
         assert time.monotonic() < end, "the jailed process outlived its killed parent"
         time.sleep(0.05)
+
+
+@pytest.mark.skipif(not __import__("sys").platform.startswith("linux"),
+                    reason="the jail is Linux's")
+def test_an_interrupted_wait_leaves_no_jail_running(monkeypatch):
+    """An exception while kport waits on a jailed command (Ctrl-C, a case budget) kills the
+    jail before it propagates."""
+    import random
+    import signal
+    import time
+    from pathlib import Path
+
+    from runners.sandbox import Jail
+
+    class Interrupted(Exception):
+        pass
+
+    marker = f"130.{random.randrange(10**6, 10**7)}"
+
+    def alarm(signum, frame):
+        raise Interrupted()
+
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.setitimer(signal.ITIMER_REAL, 1.0)
+    try:
+        with pytest.raises(Interrupted):
+            Jail().run(["sleep", marker], timeout=100)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+    def alive() -> bool:
+        for entry in Path("/proc").iterdir():
+            try:
+                if entry.name.isdigit() and marker in (entry / "cmdline").read_text() and \
+                        (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                    return True
+            except OSError:
+                continue
+        return False
+
+    end = time.monotonic() + 5
+    while alive():
+        assert time.monotonic() < end, "the jailed command outlived the interrupted wait"
+        time.sleep(0.05)
