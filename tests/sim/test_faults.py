@@ -267,26 +267,14 @@ def test_a_killed_kport_leaves_no_jailed_process_running(tmp_path):
         "from runners.sandbox import Jail\n"
         f"Jail().run(['sleep', '{marker}'], timeout=200)\n")], cwd=Path(__file__).parents[2])
 
-    def sleepers() -> list[int]:
-        found = []
-        for entry in Path("/proc").iterdir():
-            try:
-                if entry.name.isdigit() and marker in (entry / "cmdline").read_text():
-                    stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                    if stat[0] != "Z":
-                        found.append(int(entry.name))
-            except OSError:
-                continue
-        return found
-
     end = time.monotonic() + 20
-    while not sleepers():
+    while not _alive_with(marker):
         assert time.monotonic() < end, "the jailed command never started"
         time.sleep(0.05)
     os.kill(parent.pid, signal.SIGKILL)
     parent.wait()
     end = time.monotonic() + 5
-    while sleepers():
+    while _alive_with(marker):
         assert time.monotonic() < end, "the jailed process outlived its killed parent"
         time.sleep(0.05)
 
@@ -299,7 +287,6 @@ def test_an_interrupted_wait_leaves_no_jail_running(monkeypatch):
     import random
     import signal
     import time
-    from pathlib import Path
 
     from runners.sandbox import Jail
 
@@ -320,17 +307,22 @@ def test_an_interrupted_wait_leaves_no_jail_running(monkeypatch):
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
 
-    def alive() -> bool:
-        for entry in Path("/proc").iterdir():
-            try:
-                if entry.name.isdigit() and marker in (entry / "cmdline").read_text() and \
-                        (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
-                    return True
-            except OSError:
-                continue
-        return False
-
     end = time.monotonic() + 5
-    while alive():
+    while _alive_with(marker):
         assert time.monotonic() < end, "the jailed command outlived the interrupted wait"
         time.sleep(0.05)
+
+
+def _alive_with(marker: str) -> list[int]:
+    """Live (not zombie) processes whose command line holds ``marker``."""
+    from pathlib import Path
+
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker in (entry / "cmdline").read_text() and \
+                    (entry / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
