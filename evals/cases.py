@@ -26,13 +26,19 @@ from pydantic import (
     model_validator,
 )
 
-from runners.dtypes import known_dtype
+from runners import limits
+from runners.dtypes import DTYPES, known_dtype
 from runners.errors import KportError
 
 CATEGORIES = {"elementwise", "reduction", "scan", "norm", "gemm", "gemv", "attention", "ssm",
               "conv", "sort", "atomic", "quant", "training", "transpose", "softmax", "rope",
               "gather", "loss", "other"}
 Expr = int | str
+# Sizes are C ints in the kernels; the arguments of one size set may take this many bytes.
+MAX_SIZE = 2**31 - 1
+CASE_MAX_BYTES = 2 << 30
+# The loosest tolerances a case may set: looser ones accept wrong ports.
+MAX_RTOL, MAX_ATOL = 0.5, 1.0
 
 
 class CaseError(KportError):
@@ -79,6 +85,9 @@ class ArgSpec(BaseModel):
                             r"uniform:-?[\d.]+:-?[\d.]+|normal:[\d.]+", v):
             raise ValueError(f"unknown init {v!r}; one of normal, normal:SCALE, uniform, "
                              "uniform:LO:HI, randint:LO:HI, zeros, ones, arange")
+        kind, *bounds = v.split(":")
+        if kind in ("uniform", "randint") and bounds and not float(bounds[0]) < float(bounds[1]):
+            raise ValueError(f"init {v!r}: LO must be below HI")
         return v
 
     @model_validator(mode="after")
@@ -87,6 +96,15 @@ class ArgSpec(BaseModel):
             raise ValueError(f"scalar argument {self.name!r} needs `value`")
         if self.role != "scalar" and not self.shape:
             raise ValueError(f"array argument {self.name!r} needs `shape`")
+        if self.init.startswith("randint:") and self.dtype in DTYPES and \
+                DTYPES[self.dtype][0][0] in "iu":
+            import numpy as np
+
+            info = np.iinfo(DTYPES[self.dtype][0])
+            lo, hi = (int(b) for b in self.init.split(":")[1:])
+            if lo < info.min or hi - 1 > info.max:
+                raise ValueError(f"init {self.init!r} does not fit {self.dtype} "
+                                 f"({info.min} to {info.max})")
         return self
 
 
@@ -99,6 +117,16 @@ class CheckSpec(BaseModel):
     # conditions over the sizes every size set meets, e.g. "q_heads % kv_heads == 0"; the
     # harness's held-out sizes are drawn to meet them too
     constraints: list[str] = Field(default_factory=list)
+
+    @field_validator("rtol", "atol", mode="before")
+    @classmethod
+    def _tolerance(cls, v, info):
+        # inf accepts every wrong port, a negative one rejects every honest one
+        most = MAX_RTOL if info.field_name == "rtol" else MAX_ATOL
+        try:
+            return limits.check_tolerance(v, "the value", most)
+        except limits.InputError as err:
+            raise ValueError(str(err)) from None
 
     @field_validator("reference")
     @classmethod
@@ -138,6 +166,17 @@ class CaseSpec(BaseModel):
             raise ValueError(f"unknown category {v!r}; one of {', '.join(sorted(CATEGORIES))}")
         return v
 
+    @field_validator("sizes", "variants", mode="after")
+    @classmethod
+    def _sizes_in_range(cls, v):
+        for sizes in v if isinstance(v, list) else [v]:
+            for name, value in sizes.items():
+                if not name.isidentifier():
+                    raise ValueError(f"size name {name!r} must be an identifier")
+                if not 1 <= value <= MAX_SIZE:
+                    raise ValueError(f"size {name} = {value}: sizes are from 1 to {MAX_SIZE}")
+        return v
+
     @model_validator(mode="after")
     def _names_line_up(self) -> CaseSpec:
         names = [a.name for a in self.args]
@@ -162,7 +201,60 @@ class CaseSpec(BaseModel):
                 if not holds(condition, sizes, "check.constraints"):
                     raise ValueError(f"check.constraints: {condition!r} does not hold for the "
                                      f"size set {sizes}")
+            try:
+                self.check_sizes(sizes)
+            except CaseError as err:
+                raise ValueError(str(err)) from None
         return self
+
+    def check_sizes(self, sizes: dict[str, int]) -> None:
+        """Every value the case derives from ``sizes`` in range, before anything is allocated
+        or launched: shapes, bytes, scalars, launches (CUDA's and Metal's limits), template
+        ints. CaseError names the key and the size set."""
+        import numpy as np
+
+        at = f" at sizes {sizes}"  # a whole-number check's message ends with it
+        nbytes = 0
+        for arg in self.args:
+            key = f"args.{arg.name}"
+            if arg.role == "scalar":
+                value = evaluate(arg.value, sizes, key + ".value")
+                kind = np.dtype(DTYPES[arg.dtype][0]).kind
+                if kind in "iu" and arg.dtype != "bfloat16":
+                    info = np.iinfo(DTYPES[arg.dtype][0])
+                    if not isinstance(value, (int, bool)) or not info.min <= value <= info.max:
+                        raise CaseError(f"{key}.value: {value!r}{at} is not a {arg.dtype} "
+                                        f"({info.min} to {info.max})")
+                continue
+            dims = [evaluate(d, sizes, key + ".shape") for d in arg.shape]
+            if any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in dims):
+                raise CaseError(f"{key}.shape: {arg.shape} gives {dims}{at}; every dimension "
+                                "must be a positive integer")
+            nbytes += math.prod(dims) * np.dtype(DTYPES[arg.dtype][0]).itemsize
+        if nbytes > CASE_MAX_BYTES:
+            raise CaseError(f"args: the arrays need {limits.human_bytes(nbytes)}{at}, over "
+                            f"the {limits.human_bytes(CASE_MAX_BYTES)} a case may use; use "
+                            "smaller sizes")
+
+        def dims(exprs, key):
+            return [_int(evaluate(e, sizes, key), key, at) for e in exprs]
+
+        try:
+            limits.check_cuda_launch(dims(self.cuda.grid, "cuda.grid"),
+                                     dims(self.cuda.block, "cuda.block"),
+                                     f"cuda.grid/block{at}",
+                                     _int(evaluate(self.cuda.shared_mem, sizes,
+                                                   "cuda.shared_mem"), "cuda.shared_mem", at))
+            if self.metal:
+                limits.check_metal_launch(dims(self.metal.grid, "metal.grid"),
+                                          dims(self.metal.threadgroup, "metal.threadgroup"),
+                                          f"metal.grid/threadgroup{at}")
+                for name, value in self.metal.template.items():
+                    if isinstance(value, str) and value not in DTYPES:
+                        _int(evaluate(value, sizes, f"metal.template.{name}"),
+                             f"metal.template.{name}", at)
+        except limits.InputError as err:
+            raise CaseError(str(err)) from None
 
     def size_sets(self) -> list[dict[str, int]]:
         """The default sizes, then each variant over them."""
@@ -182,9 +274,24 @@ class CaseSpec(BaseModel):
             for name, values in varying.items():
                 draw[name] = rng.randrange(values[0], values[-1] + 1, math.gcd(*values))
             if sorted(draw.items()) not in listed and all(
-                    holds(c, draw, "check.constraints") for c in self.check.constraints):
+                    holds(c, draw, "check.constraints") for c in self.check.constraints) and \
+                    self._fits(draw):
                 return draw
         return None
+
+    def _fits(self, sizes: dict[str, int]) -> bool:
+        try:
+            self.check_sizes(sizes)
+        except CaseError:
+            return False
+        return True
+
+
+def _int(value, key: str, at: str) -> int:
+    """A launch value must be a whole number (5.0 is 5; 2.5 is an error)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise CaseError(f"{key}: {value!r}{at} is not a whole number")
+    return int(value)
 
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -196,25 +303,65 @@ _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
 _FUNCS = {"min": min, "max": max, "ceil_div": lambda a, b: -(-a // b)}
 
 
+# Bounds that keep an expression cheap: "n ** 9 ** 9" must fail at once, not hang.
+MAX_EXPR_CHARS = 400
+MAX_MAGNITUDE = 2**64
+
+
+def _checked(value, expr, where):
+    if isinstance(value, float) and not math.isfinite(value):
+        raise CaseError(f"{where}: {expr!r} is not a finite number")
+    if isinstance(value, (int, float)) and abs(value) > MAX_MAGNITUDE:
+        raise CaseError(f"{where}: {expr!r} is too large (over 2**64)")
+    return value
+
+
+def _binop(op, a, b, expr, where):
+    if isinstance(op, (ast.Div, ast.FloorDiv, ast.Mod)) and b == 0:
+        raise CaseError(f"{where}: {expr!r} divides by zero")
+    if isinstance(op, ast.Pow) and (abs(b) > 64 or (b < 0 and a == 0)):
+        raise CaseError(f"{where}: {expr!r}: an exponent must be from -64 to 64 (and 0 has "
+                        "no negative power)")
+    if isinstance(op, (ast.LShift, ast.RShift)) and not (isinstance(b, int) and 0 <= b <= 64):
+        raise CaseError(f"{where}: {expr!r}: a shift must be by 0 to 64 bits")
+    try:
+        return _OPS[type(op)](a, b)
+    except (TypeError, OverflowError) as err:
+        raise CaseError(f"{where}: cannot evaluate {expr!r} ({err})") from None
+
+
 def evaluate(expr: Expr | float, sizes: dict[str, int], where: str = "") -> int | float:
-    """Value of an int/float or an expression over the size symbols; CaseError otherwise."""
+    """Value of an int/float or an expression over the size symbols; CaseError otherwise,
+    including division by zero, a non-finite or over-2**64 value and an expression too costly
+    to evaluate (exponents and shifts are bounded, so every expression is cheap)."""
     if isinstance(expr, (int, float)):
-        return expr
+        return _checked(expr, expr, where)
 
     def walk(node):
         if isinstance(node, ast.Expression):
             return walk(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-            return node.value
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and \
+                not isinstance(node.value, bool):
+            return _checked(node.value, expr, where)
         if isinstance(node, ast.Name) and node.id in sizes:
             return sizes[node.id]
         if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            return _OPS[type(node.op)](walk(node.left), walk(node.right))
+            left, right = walk(node.left), walk(node.right)
+            return _checked(_binop(node.op, left, right, expr, where), expr, where)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return -walk(node.operand)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
                 node.func.id in _FUNCS and not node.keywords:
-            return _FUNCS[node.func.id](*[walk(a) for a in node.args])
+            args = [walk(a) for a in node.args]
+            if node.func.id == "ceil_div":
+                if len(args) != 2:
+                    raise CaseError(f"{where}: {expr!r}: ceil_div takes two arguments")
+                if args[1] == 0:
+                    raise CaseError(f"{where}: {expr!r} divides by zero")
+            elif len(args) < 2:
+                raise CaseError(f"{where}: {expr!r}: {node.func.id} takes two or more "
+                                "arguments")
+            return _checked(_FUNCS[node.func.id](*args), expr, where)
         if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
             left, ok = walk(node.left), True
             for op, right in zip(node.ops, node.comparators, strict=True):
@@ -230,10 +377,18 @@ def evaluate(expr: Expr | float, sizes: dict[str, int], where: str = "") -> int 
                         f"({', '.join(sizes)}), + - * // % / ** << >> & | ^, min, max, "
                         "ceil_div, comparisons, and/or/not")
 
+    text = str(expr)
+    if len(text) > MAX_EXPR_CHARS:
+        raise CaseError(f"{where}: an expression of {len(text)} characters; keep it under "
+                        f"{MAX_EXPR_CHARS}")
     try:
-        return walk(ast.parse(str(expr), mode="eval"))
-    except SyntaxError:
+        tree = ast.parse(text, mode="eval")
+    except (SyntaxError, ValueError):
         raise CaseError(f"{where}: {expr!r} is not an expression") from None
+    try:
+        return walk(tree)
+    except RecursionError:
+        raise CaseError(f"{where}: {expr!r} is nested too deeply") from None
 
 
 def holds(condition: str, sizes: dict[str, int], where: str = "") -> bool:
@@ -256,8 +411,7 @@ def load_case(folder: Path) -> CaseSpec:
     try:
         case = CaseSpec(**data, folder=path.parent)
     except ValidationError as err:
-        problems = [f"key `{'.'.join(str(p) for p in e['loc']) or '(top level)'}`: {e['msg']}"
-                    for e in err.errors()[:3]]
+        problems = [_problem(e) for e in err.errors()[:3]]
         raise CaseError(f"{path}: " + "; ".join(problems)) from None
     if case.id != path.parent.name:
         raise CaseError(f"{path}: key `id`: {case.id!r} must equal the folder name "
@@ -285,6 +439,13 @@ def load_case(folder: Path) -> CaseSpec:
     return case
 
 
+def _problem(error: dict) -> str:
+    """One pydantic error as "key `a.b`: why" (a whole-case check names its key itself)."""
+    msg = error["msg"].removeprefix("Value error, ")
+    key = ".".join(str(p) for p in error["loc"])
+    return f"key `{key}`: {msg}" if key else msg
+
+
 def corpus_dir() -> Path:
     """The bundled corpus: corpus/cases next to the packages."""
     return Path(__file__).resolve().parents[1] / "corpus" / "cases"
@@ -294,8 +455,11 @@ def discover(root: Path | None = None, ids: list[str] | None = None) -> list[Cas
     """Cases under ``root`` (default: the bundled corpus), optionally only ``ids`` (exact ids
     or unique prefixes such as "012"); CaseError for an id that matches nothing."""
     root = root or corpus_dir()
-    folders = sorted(p for p in root.iterdir() if (p / "case.toml").is_file()) if \
-        root.is_dir() else []
+    if not root.is_dir():
+        raise CaseError(f"{root}: no such folder; name a folder of case folders")
+    folders = sorted(p for p in root.iterdir() if (p / "case.toml").is_file())
+    if not folders:
+        raise CaseError(f"{root}: no case folders (each with a case.toml) in it")
     if ids:
         chosen = []
         for want in ids:

@@ -121,16 +121,16 @@ def _jailed_reference(case: CaseSpec, file: str, fn: str, inputs: dict,
     import io
     import json
     import sys
-    import tempfile
     from pathlib import Path
 
+    from runners.lifetime import temp_folder
     from runners.sandbox import Jail, Limits, Mount, read_jailed
 
     child = Path(__file__).with_name("reference_child.py")
     prefixes = {Path(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
     prefixes |= {p.resolve() for p in prefixes}
     where = f"{case.folder / 'case.toml'}: check.reference {case.check.reference}"
-    with tempfile.TemporaryDirectory(prefix="kport-ref-") as tmp:
+    with temp_folder("kport-ref-") as tmp:
         work = Path(tmp)
         np.savez(work / "inputs.npz", **{k: np.asarray(v) for k, v in inputs.items()})
         (work / "meta.json").write_text(json.dumps({
@@ -143,8 +143,9 @@ def _jailed_reference(case: CaseSpec, file: str, fn: str, inputs: dict,
                         str(work)], cwd=work, timeout=600, limits=Limits(memory=16 << 30))
         data = read_jailed(work / "outputs.npz", 1 << 32)
         if ran.returncode != 0 or data is None:
-            tail = ran.output.strip().splitlines()[-3:]
-            raise CaseError(f"{where}: the reference failed in the jail: {' | '.join(tail)}")
+            last = (ran.output.strip().splitlines() or [f"exit code {ran.returncode}"])[-1]
+            why = "it ran out of time" if ran.timed_out else last
+            raise CaseError(f"{where}: the reference failed in the jail: {why}")
         try:
             with np.load(io.BytesIO(data), allow_pickle=False) as f:
                 return {k: f[k] for k in f.files}

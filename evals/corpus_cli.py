@@ -50,7 +50,8 @@ def list_cases(root: Path = ROOT,
 
 @app.command("check")
 def check(ids: list[str] = typer.Argument(None, help="case ids or number prefixes; all if none"),
-          seeds: int = typer.Option(None, help="seeds per size set (default: the case's own)"),
+          seeds: int = typer.Option(None, min=1, max=10,
+                                    help="seeds per size set (default: the case's own)"),
           root: Path = ROOT,
           as_json: bool = typer.Option(False, "--json", help="one JSON object per check")):
     """Run the cases in the simulators; exit 1 on any failure."""

@@ -10,6 +10,7 @@ Imports nothing of kport's: the jail holds Python, its packages, the case folder
 import importlib.util
 import json
 import sys
+import traceback
 from pathlib import Path
 
 import numpy as np
@@ -27,10 +28,28 @@ def main(folder: str, file: str, function: str, work: str) -> int:
     for name, dtype in meta["scalars"].items():
         inputs[name] = np.dtype(dtype).type(inputs[name])
     inputs = {k: inputs[k] for k in meta["order"]}
+    if not callable(getattr(module, function, None)):
+        raise LookupError(f"{file} has no function {function}")
     out = getattr(module, function)(inputs, meta["sizes"])
-    np.savez(work_dir / "outputs.npz", **{k: np.asarray(v) for k, v in dict(out).items()})
+    if not isinstance(out, dict):
+        raise TypeError(f"{function} returned {type(out).__name__}, not a dict of output arrays")
+    np.savez(work_dir / "outputs.npz", **{k: np.asarray(v) for k, v in out.items()})
     return 0
 
 
+def _one_line(err: BaseException, folder: str) -> str:
+    """The error as one line, at the innermost line of the case's own files."""
+    frames = [f for f in traceback.extract_tb(err.__traceback__)
+              if Path(f.filename).resolve().is_relative_to(Path(folder).resolve())]
+    where = f"{Path(frames[-1].filename).name}:{frames[-1].lineno}: " if frames else ""
+    return f"{where}{type(err).__name__}: {err}".replace("\n", " ")[:500]
+
+
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:5]))
+    try:
+        sys.exit(main(*sys.argv[1:5]))
+    except BaseException as err:  # noqa: BLE001 - whatever the case's code raised, one line
+        if isinstance(err, SystemExit) and err.code in (0, None):
+            raise
+        print(_one_line(err, sys.argv[1]), file=sys.stderr)
+        sys.exit(1)

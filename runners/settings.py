@@ -62,10 +62,10 @@ class Settings(BaseModel):
     base_url: str | None = None
     chroma_url: str | None = None
     embed_model: str = "all-MiniLM-L6-v2"
-    sim_threads: int = 0  # 0: use every core
-    sim_timeout: float = 60.0
+    sim_threads: int = Field(default=0, ge=0, le=4096)  # 0: use every core
+    sim_timeout: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     sim_checks: Literal["full", "fast"] = "full"
-    compile_timeout: float = Field(default=120.0, gt=0)
+    compile_timeout: float = Field(default=120.0, gt=0, allow_inf_nan=False)
     unsandboxed: bool = False
 
     @property

@@ -10,7 +10,10 @@ MLX body: kport sim body.metal --input x=x.npy --output y=float32:4,16 --grid 64
            --arg 0=x.npy --arg 1=zeros:float32:100 --arg 2=uint32:100   (NAME = buffer index)
 Arguments: NAME=file.npy (an array), NAME=DTYPE:VALUE (a scalar),
 NAME=zeros:DTYPE:SHAPE (a fresh array). Outputs are printed, and saved as .npy with --save DIR.
-Exit 0 when the run is clean, 1 when the kernel faulted or failed to compile.
+Launch sizes are checked against CUDA's or Metal's limits and array sizes against what one
+simulated launch may hold before anything runs. --save refuses to replace an existing file
+unless --force.
+Exit 0 when the run is clean, 1 when the kernel faulted or failed to compile, 2 for bad input.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import typer
 
+from runners import limits
 from runners.dtypes import DTYPES
 from runners.errors import KportError
 
@@ -45,9 +49,40 @@ def _load_npy(name: str, path: str) -> np.ndarray:
     if not file.is_file():
         raise SimUsageError(f"{name}={path}: no such file")
     try:
-        return np.load(file, allow_pickle=False)
+        mapped = np.load(file, allow_pickle=False, mmap_mode="r")  # size known before reading
+        if not isinstance(mapped, np.ndarray):
+            raise ValueError("an .npz archive, not one array")
+        limits.check_bytes(mapped.nbytes, f"{name}={path}")
+        if mapped.dtype.kind not in "biuf" or mapped.dtype.byteorder == ">":
+            raise ValueError(f"dtype {mapped.dtype} is not a kernel argument type")
+        return np.array(mapped)
     except (ValueError, OSError) as err:
         raise SimUsageError(f"{name}={path}: not a readable .npy file ({err})") from None
+
+
+def read_source(path: Path, flag: str = "") -> str:
+    """A kernel source file's text; SimUsageError for a binary or unreadable file."""
+    try:
+        return path.read_text()
+    except UnicodeDecodeError:
+        raise SimUsageError(f"{flag}{path}: not a text source file (it is not UTF-8)") from None
+    except OSError as err:
+        raise SimUsageError(f"{flag}{path}: cannot read it ({err.strerror})") from None
+
+
+def _scalar(name: str, dtype: np.dtype, text: str):
+    try:
+        value = float(text) if dtype.kind == "f" else int(text, 0)
+    except ValueError:
+        raise SimUsageError(f"{name}: {text!r} is not a {dtype.name} value") from None
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if not info.min <= value <= info.max:
+            raise SimUsageError(f"{name}: {value} does not fit {dtype.name} ({info.min} to "
+                                f"{info.max})")
+    elif dtype.kind == "f" and np.isfinite(value) and abs(value) > float(np.finfo(dtype).max):
+        raise SimUsageError(f"{name}: {text} is beyond the range of {dtype.name}")
+    return dtype.type(value)
 
 
 def _dtype(name: str, text: str) -> np.dtype:
@@ -71,15 +106,49 @@ def parse_arg(spec: str):
             shape = tuple(int(v) for v in parts[2].split(","))
         except ValueError:
             raise SimUsageError(f"{name}: the shape {parts[2]!r} must be integers") from None
-        return name, np.zeros(shape, _dtype(name, parts[1]))
+        return name, np.zeros(_shape(shape, f"{name}=zeros:{parts[1]}:{parts[2]}",
+                                     _dtype(name, parts[1])), _dtype(name, parts[1]))
     if len(parts) == 2:
-        dtype = _dtype(name, parts[0])
-        try:
-            return name, dtype.type(float(parts[1]) if dtype.kind == "f" else int(parts[1]))
-        except ValueError:
-            raise SimUsageError(f"{name}: {parts[1]!r} is not a {parts[0]} value") from None
+        return name, _scalar(name, _dtype(name, parts[0]), parts[1])
     raise SimUsageError(f"--arg {spec!r}: write NAME=file.npy, NAME=DTYPE:VALUE or "
                         "NAME=zeros:DTYPE:SHAPE")
+
+
+def _shape(shape: tuple[int, ...], where: str, dtype: np.dtype) -> tuple[int, ...]:
+    """A shape the user asked for: positive sides and no more bytes than a launch may hold."""
+    if not shape or min(shape) < 1:
+        raise SimUsageError(f"{where}: every side of a shape must be a positive integer")
+    nbytes = dtype.itemsize
+    for side in shape:
+        nbytes *= side
+    limits.check_bytes(nbytes, where)
+    return shape
+
+
+def _all_bytes(arrays) -> None:
+    total = sum(v.nbytes for v in arrays if isinstance(v, np.ndarray))
+    limits.check_bytes(total, "the arrays of this launch together")
+
+
+def _save_target(save: Path | None, names: list[str], force: bool) -> None:
+    """Refuse, before running, a --save that would replace files (unless --force)."""
+    if save is None:
+        return
+    if save.exists() and not save.is_dir():
+        raise SimUsageError(f"--save {save}: a file, not a folder; name a folder")
+    taken = [save / f"{n}.npy" for n in names if (save / f"{n}.npy").exists()]
+    if taken and not force:
+        raise SimUsageError(f"--save {save}: {taken[0].name} is there already; name another "
+                            "folder or pass --force to replace it")
+
+
+def _launch(call):
+    """Run a simulator launch; its argument errors (ValueError, as MLX and CuPy raise them)
+    are the user's and come back as one line."""
+    try:
+        return call()
+    except ValueError as err:
+        raise SimUsageError(str(err).removeprefix("[metal_kernel] ")) from None
 
 
 def _report(findings, diagnostics, outputs: dict, printf: str, as_json: bool, save: Path | None):
@@ -110,10 +179,12 @@ def _report(findings, diagnostics, outputs: dict, printf: str, as_json: bool, sa
 def run_cuda(path: Path, kernel: str, grid, block, args: list[str], shared_mem: int):
     from runners.cuda_sim import RawKernel
 
+    limits.check_cuda_launch(grid, block, "--grid/--block/--shared-mem", shared_mem)
     parsed = [parse_arg(a) for a in args]
     values = [v for _, v in parsed]
-    k = RawKernel(path.read_text(), kernel, filename=path.name)
-    run = k.launch(grid, block, values, shared_mem=shared_mem)
+    _all_bytes(values)
+    k = RawKernel(read_source(path), kernel, filename=path.name)
+    run = _launch(lambda: k.launch(grid, block, values, shared_mem=shared_mem))
     arrays = {n: v for n, v in parsed if isinstance(v, np.ndarray)} if run.compiled else {}
     return run.findings, run.diagnostics, arrays, run.printf
 
@@ -121,14 +192,16 @@ def run_cuda(path: Path, kernel: str, grid, block, args: list[str], shared_mem: 
 def run_metal_file(path: Path, kernel: str, grid, tg, args: list[str]):
     from runners.metal_sim import MetalLibrary
 
+    limits.check_metal_launch(grid, tg, "--grid/--threadgroup")
     buffers = {}
     for spec in args:
         name, value = parse_arg(spec)
         if not name.isdigit():
             raise SimUsageError(f"--arg {spec!r}: name the buffer index, e.g. 0=x.npy")
         buffers[int(name)] = value
-    fn = MetalLibrary(path.read_text(), filename=path.name).function(kernel)
-    run = fn.launch(buffers, grid=grid, threadgroup=tg)
+    _all_bytes(buffers.values())
+    fn = _launch(lambda: MetalLibrary(read_source(path), filename=path.name).function(kernel))
+    run = _launch(lambda: fn.launch(buffers, grid=grid, threadgroup=tg))
     arrays = {f"buffer{i}": v for i, v in buffers.items() if isinstance(v, np.ndarray)}
     return run.findings, run.diagnostics, arrays if run.compiled else {}, run.printf
 
@@ -138,6 +211,7 @@ def run_metal(path: Path, grid, tg, inputs: list[str], outputs: list[str], heade
 
     from runners.metal_sim import metal_kernel
 
+    limits.check_metal_launch(grid, tg, "--grid/--threadgroup")
     parsed = [parse_arg(a) for a in inputs]
     out_specs = []
     for spec in outputs:
@@ -150,6 +224,7 @@ def run_metal(path: Path, grid, tg, inputs: list[str], outputs: list[str], heade
             dims = tuple(int(v) for v in shape.split(","))
         except ValueError:
             raise SimUsageError(f"--output {spec!r}: the shape must be integers") from None
+        _shape(dims, f"--output {spec}", np.dtype(DTYPES[dtype][0]))
         out_specs.append((name, getattr(mx, dtype), dims))
     for name in [n for n, _ in parsed] + [n for n, _, _ in out_specs]:
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
@@ -157,11 +232,14 @@ def run_metal(path: Path, grid, tg, inputs: list[str], outputs: list[str], heade
                                 "kernel parameters (letters, digits, _)")
     # MLX pastes the name into the kernel's: keep it an identifier whatever the file is called
     name = re.sub(r"\W", "_", path.stem)
-    k = metal_kernel(name if name[:1].isalpha() else "k_" + name, [n for n, _ in parsed],
-                     [n for n, _, _ in out_specs], path.read_text(),
-                     header.read_text() if header else "")
-    run = k.launch(inputs=[v for _, v in parsed], output_shapes=[s for *_, s in out_specs],
-                   output_dtypes=[d for _, d, _ in out_specs], grid=grid, threadgroup=tg)
+    _all_bytes([v for _, v in parsed] + [np.empty(0)])
+    k = _launch(lambda: metal_kernel(
+        name if name[:1].isalpha() else "k_" + name, [n for n, _ in parsed],
+        [n for n, _, _ in out_specs], read_source(path),
+        read_source(header, "--header ") if header else ""))
+    run = _launch(lambda: k.launch(
+        inputs=[v for _, v in parsed], output_shapes=[s for *_, s in out_specs],
+        output_dtypes=[d for _, d, _ in out_specs], grid=grid, threadgroup=tg))
     arrays = {n: np.array(a) for (n, _, _), a in zip(out_specs, run.outputs, strict=False)}
     return run.findings, run.diagnostics, arrays, run.printf
 
@@ -183,10 +261,20 @@ def sim(
     header: Path = typer.Option(None, help=".metal: helper functions file"),
     shared_mem: int = typer.Option(0, help=".cu: dynamic shared memory in bytes"),
     save: Path = typer.Option(None, help="save outputs as DIR/NAME.npy"),
+    force: bool = typer.Option(False, "--force", help="--save may replace existing .npy files"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
 ):
     if not file.is_file():
         raise SimUsageError(f"{file}: no such file")
+    if header is not None and not header.is_file():
+        raise SimUsageError(f"--header {header}: no such file")
+    if file.suffix in (".cu", ".cuh"):
+        names = [a.partition("=")[0] for a in arg]
+    elif kernel:
+        names = [f"buffer{a.partition('=')[0]}" for a in arg]
+    else:
+        names = [o.partition("=")[0] for o in output]
+    _save_target(save, names, force)
     if file.suffix in (".cu", ".cuh"):
         if not kernel or not block:
             raise SimUsageError("a .cu file needs --kernel NAME and --block X[,Y,Z]")
