@@ -8,7 +8,6 @@ here is kport's correctness oracle. Faults raise KernelFault; ``.launch(...)`` r
 from __future__ import annotations
 
 import functools
-import math
 import re
 import sys
 import tomllib
@@ -16,15 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
-from runners import srcrewrite
+from runners import limits, srcrewrite
 from runners.settings import load_settings
 from runners.simbuild import SIMCORE, build_kernel, kernel_tail
 from runners.simfaults import CompileError, KernelFault
 from runners.simhost import BufferArg, LaunchSpec, ScalarArg, SimRecord, launch_dims, run_launch
 
-MAX_THREADS_PER_BLOCK = 1024
-STATIC_SHARED_LIMIT = 48 * 1024  # bytes of static __shared__ per block
-DYNAMIC_SHARED_LIMIT = 227 * 1024  # opt-in maximum on sm_90 (H100/H200)
+STATIC_SHARED_LIMIT = limits.CUDA_STATIC_SHARED
 # Calls that need the fiber scheduler (a rendezvous of a warp or block).
 _SYNC = re.compile(r"\b(__syncthreads\w*|__syncwarp|__shfl\w*|__ballot_sync|__any_sync|"
                    r"__activemask|__all_sync|__reduce_\w+_sync|__match_\w+_sync|"
@@ -112,11 +109,10 @@ class RawKernel:
         """Run once; numpy array arguments are updated in place. Returns a CudaRun record."""
         check_supported(self._source(), self.filename)  # first: the clearest error there is
         grid, block = launch_dims(grid, "grid"), launch_dims(block, "block")
-        if math.prod(block) > MAX_THREADS_PER_BLOCK:
-            raise ValueError(f"block of {math.prod(block)} threads exceeds the maximum of "
-                             f"{MAX_THREADS_PER_BLOCK}")
-        if shared_mem > DYNAMIC_SHARED_LIMIT:
-            raise ValueError(f"shared_mem={shared_mem} exceeds {DYNAMIC_SHARED_LIMIT} bytes")
+        try:  # CUDA refuses such a launch (cudaErrorInvalidConfiguration); so does CuPy
+            limits.check_cuda_launch(grid, block, "launch", shared_mem)
+        except limits.InputError as err:
+            raise ValueError(str(err)) from None
         launch_args, arrays = [], {}
         names = parameter_names(self.code, self.name)
         if names and len(names) != len(args):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from runners import srcrewrite
+from runners import limits, srcrewrite
 from runners.dtypes import DTYPES, Tensor, dtype_name, poison, to_mx, to_tensor
 from runners.metal_sim import allowlist, codegen, expanded
 from runners.settings import load_settings
@@ -22,7 +22,7 @@ from runners.simbuild import build_kernel, kernel_tail
 from runners.simfaults import CompileError, KernelFault
 from runners.simhost import MAX_LAUNCH_BYTES, BufferArg, LaunchSpec, SimRecord, run_launch
 
-MAX_THREADS_PER_THREADGROUP = 1024  # Apple GPUs; a pipeline may allow fewer (unknowable here)
+MAX_THREADS_PER_THREADGROUP = limits.METAL_MAX_THREADS_PER_THREADGROUP
 THREADGROUP_MEMORY = 32768  # bytes per threadgroup on Apple GPUs
 _SYNC = re.compile(r"\b(threadgroup_barrier|simdgroup_barrier|simd_\w+|quad_\w+|"
                    r"simdgroup_multiply\w*)\b")
@@ -183,6 +183,9 @@ class MetalKernel:
         if math.prod(tg) > MAX_THREADS_PER_THREADGROUP:
             raise ValueError(f"[metal_kernel] Threadgroup size {math.prod(tg)} exceeds the "
                              f"maximum of {MAX_THREADS_PER_THREADGROUP} threads per threadgroup.")
+        if max(grid) > limits.METAL_MAX_GRID_SIDE:
+            raise ValueError(f"[metal_kernel] a grid side of {max(grid)} threads is over "
+                             f"{limits.METAL_MAX_GRID_SIDE} (thread_position_in_grid is a uint).")
         for name, shape, dt in zip(self.output_names, output_shapes, out_names, strict=True):
             nbytes = math.prod(shape) * np.dtype(DTYPES[dt][0]).itemsize
             if nbytes > MAX_LAUNCH_BYTES:
