@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-import tempfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from agent.graph import build_graph, recursion_limit
 from runners.errors import KportError
+from runners.lifetime import temp_folder
 
 CHECKPOINTS = "port-checkpoints.sqlite"
 
@@ -104,7 +104,7 @@ def learn(case, candidate: dict, settings) -> dict:
     from kb.ingest import case_chunks
     from kb.store import KBStore
 
-    with tempfile.TemporaryDirectory(prefix="kport-learn-") as tmp:
+    with temp_folder("kport-learn-") as tmp:
         port = case_with_port(case, Path(tmp) / case.id, body=candidate["body"],
                               header=candidate.get("header", ""), inputs=candidate["inputs"],
                               outputs=candidate["outputs"], grid=candidate["grid"],

@@ -9,14 +9,17 @@ compiled and run only in the jail (bubblewrap namespaces, a read-only view, Land
 seccomp; docs/harness.md); the parent makes the inputs, runs the oracle and compares, at every
 size set of the case and at one held-out size set drawn for this run. A case folder is code:
 the bundled corpus's references run in kport itself, any other case folder's reference and CUDA
-kernel run in the jail too. Where the OS gives no jail, --unsandboxed runs it anyway
-(unprotected; the verdict says so). Exit 0 only when it is accepted, 1 when it is rejected
+kernel run in the jail too. Each run of the candidate has --timeout seconds (the harness
+child's start and the run); compiling is not counted: it happens first, under
+KPORT_COMPILE_TIMEOUT per step, tried twice. Where the OS gives no jail, --unsandboxed runs it
+anyway (unprotected; the verdict says so). Exit 0 only when it is accepted, 1 when it is rejected
 (the reasons are printed), 2 for usage errors.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import typer
@@ -30,8 +33,9 @@ def check(case_dir: Path = typer.Argument(..., help="a corpus case folder (with 
           metal: Path = typer.Option(..., "--metal", help="the candidate body (.metal)"),
           header: Path = typer.Option(None, "--header", help="its header (.metal)"),
           seeds: int = typer.Option(3, help="seeds per size set (at least 3)"),
-          timeout: float = typer.Option(120.0, help="seconds per run before it counts as a "
-                                        "hang"),
+          timeout: float = typer.Option(120.0, help="seconds each run may take before it "
+                                        "counts as a hang; compiling is not counted "
+                                        "(KPORT_COMPILE_TIMEOUT)"),
           as_json: bool = typer.Option(False, "--json", help="print the verdict as JSON")):
     """Accept or reject a candidate port; exit 0 only when accepted.
 
@@ -44,6 +48,8 @@ def check(case_dir: Path = typer.Argument(..., help="a corpus case folder (with 
     from evals.harness import judge
     from runners.errors import KportError
 
+    if not (math.isfinite(timeout) and timeout > 0):
+        raise KportError(f"--timeout {timeout}: give a positive, finite number of seconds")
     case = load_case(case_dir)
     if case.metal is None:
         raise CaseError(f"{case_dir / 'case.toml'}: no [metal] section: the launch keys a "

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from evals.cases import CaseError, CaseSpec, evaluate, load_case
 from runners.errors import KportError
+from runners.lifetime import temp_folder
 
 MODES = ("offline", "llm")
 MAX_CASE_BYTES = 8 << 20
@@ -93,7 +93,7 @@ def run_case(task: CaseTask) -> dict:
     """Port and judge one case; returns its results.jsonl record (RESULT_FIELDS). Raises
     RuntimeError when the harness or the oracle breaks (a bug of ours, not a verdict)."""
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="kport-eval-") as tmp:
+    with temp_folder("kport-eval-") as tmp:
         folder = Path(tmp) / task.case_id
         for rel, data in task.files.items():
             (folder / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -1,9 +1,11 @@
 """The cheat-proof harness: judge one untrusted Metal port of a corpus case.
 
 The trusted parent makes the inputs, runs the oracle (the case's Python reference, else the
-CUDA kernel in cuda_sim) and compares. The candidate runs only in a child process
-(evals/harness_child.py) with a wall-clock timeout, memory/file/CPU limits, a scrubbed
-environment (no API keys) and its own temporary directory; the parent reads back only the
+CUDA kernel in cuda_sim) and compares. It compiles the candidate first (in the jail, under the
+compile budget, once more if that runs out), so that the run budget measures the kernel, not
+the machine's load. The candidate runs only in a child process (evals/harness_child.py) with
+that wall-clock budget, memory/file/CPU limits, a scrubbed environment (no API keys) and its
+own temporary directory; the parent reads back only the
 arrays it asked for, never a verdict, and ignores the child's output. The checks follow
 shared/reference/evaluator-hardening.md; docs/harness.md maps each of its 21 cases to a check
 and a fixture in tests/evals.
@@ -12,12 +14,13 @@ and a fixture in tests/evals.
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import resource
+import signal
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,11 +29,15 @@ import numpy as np
 from evals.cases import CaseError, CaseSpec
 from evals.corpus_check import compare, make_inputs, run_cuda, run_reference
 from evals.static_checks import static_findings
+from runners.errors import KportError
+from runners.lifetime import sweep, temp_folder
 from runners.sandbox import die_with_parent, require_isolation
+from runners.settings import load_settings
 
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 CHILD_MEMORY = 8 << 30
 CHILD_FILE = 256 << 20
+STOP_GRACE_S = 5.0  # a child told to stop (SIGTERM) gets this long to clean up, then SIGKILL
 # What a launch override holds: the arguments of an MLX metal_kernel call besides the source.
 LAUNCH_KEYS = ("inputs", "outputs", "grid", "threadgroup", "template", "atomic_outputs",
                "init_value")
@@ -75,10 +82,15 @@ def _limits(cpu_seconds: int):
 def run_candidate(case: CaseSpec, body: str, header: str, sizes: dict, inputs: dict,
                   timeout: float, launch: dict | None = None
                   ) -> tuple[dict | None, dict, dict, str]:
-    """Run the candidate in a child; (outputs, inputs afterwards, record, problem).
+    """Compile the candidate here (``_build_first``), then run it in a child with ``timeout``
+    seconds for the child's start and the run; (outputs, inputs afterwards, record, problem).
     ``launch`` (see ``judge``) replaces the case's ``[metal]`` launch keys."""
-    with tempfile.TemporaryDirectory(prefix="kport-judge-") as tmp:
+    with temp_folder("kport-judge-") as tmp:
         work = Path(tmp)
+        ported = _ported(case, work, body, header, launch)
+        record, problem = _build_first(ported, sizes, inputs)
+        if record or problem:
+            return None, {}, record, problem
         arrays = {k: v for k, v in inputs.items() if isinstance(v, np.ndarray)}
         scalars = {k: (v.item(), str(np.asarray(v).dtype)) for k, v in inputs.items()
                    if not isinstance(v, np.ndarray)}
@@ -88,30 +100,97 @@ def run_candidate(case: CaseSpec, body: str, header: str, sizes: dict, inputs: d
                "outputs": str(work / "out.npz"), "after": str(work / "after.npz"),
                "record": str(work / "record.json"), "launch": launch}
         (work / "req.json").write_text(json.dumps(req))
-        env = {**scrubbed_env(), "TMPDIR": str(work)}
-        try:
-            proc = subprocess.run([sys.executable, "-m", "evals.harness_child",
-                                   str(work / "req.json")], cwd=work, env=env,
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, timeout=timeout,
-                                  preexec_fn=_limits(int(timeout) + 5))
-        except subprocess.TimeoutExpired:
-            return None, {}, {}, f"timed out after {timeout:.0f} s (a hang?)"
+        returncode, stderr = _run_child(work, timeout)
+        if returncode is None:
+            return None, {}, {}, (f"the run timed out after {timeout:g} s (a hang? the compile, "
+                                  "done before, is not counted)")
         record = (json.loads((work / "record.json").read_text())
                   if (work / "record.json").is_file() else {})
-        if proc.returncode == 3:  # the harness itself broke: our bug, not the candidate's
-            raise RuntimeError("evals.harness_child failed: "
-                               + proc.stderr.decode(errors="replace")[-2000:])
-        if proc.returncode != 0 or not (work / "out.npz").is_file():
+        if returncode == 3:  # the harness itself broke: our bug, not the candidate's
+            raise RuntimeError("evals.harness_child failed: " + stderr[-2000:])
+        if returncode != 0 or not (work / "out.npz").is_file():
             if record:
                 return None, {}, record, ""
-            tail = proc.stderr.decode(errors="replace")[-300:].strip()
-            return None, {}, {}, f"the candidate's process died (exit {proc.returncode}): {tail}"
+            tail = stderr[-300:].strip()
+            return None, {}, {}, f"the candidate's process died (exit {returncode}): {tail}"
         with np.load(work / "out.npz") as f:
             outs = {k: f[k] for k in f.files}
         with np.load(work / "after.npz") as f:
             after = {k: f[k] for k in f.files}
         return outs, after, record, ""
+
+
+def _ported(case: CaseSpec, work: Path, body: str, header: str, launch: dict | None) -> CaseSpec:
+    """``case`` with the candidate as its Metal port, in ``work``/case: the same folder, text
+    and launch keys the child uses, so that what is built here is what the child finds."""
+    from evals.port_check import case_with_port
+
+    keys = launch or {k: getattr(case.metal, k) for k in LAUNCH_KEYS}
+    return case_with_port(case, work / "case", body=body, header=header, **keys)
+
+
+def _build_first(ported: CaseSpec, sizes: dict, inputs: dict) -> tuple[dict, str]:
+    """Compile the candidate for ``sizes`` into the build cache (simhost.build_only: nothing
+    runs), so the child's run budget holds no compile. Returns (record, problem): an empty
+    record when it built, the failed build's record when it did not, and a problem when the
+    compile ran out of KPORT_COMPILE_TIMEOUT twice (a busy machine gets a second try)."""
+    from evals.corpus_check import run_metal
+    from runners.simhost import build_only
+
+    for _ in range(2):
+        try:
+            with build_only():
+                _, record = run_metal(ported, sizes, inputs)
+        except (KportError, ValueError) as err:  # one the simulator or MLX's checks refuse
+            return _record(False, [str(err)[:2000]]), ""
+        if record.compiled:
+            return {}, ""
+        if not getattr(record.build, "timed_out", False):
+            return _record(False, [str(d) for d in record.diagnostics][:20]), ""
+    budget = load_settings().compile_timeout
+    return {}, (f"did not compile: compile timed out after {budget:g} s, twice "
+                "(KPORT_COMPILE_TIMEOUT; a compile-time bomb, or a machine too busy)")
+
+
+def _record(compiled: bool, diagnostics: list[str]) -> dict:
+    return {"compiled": compiled, "ok": False, "diagnostics": diagnostics, "findings": []}
+
+
+def _run_child(work: Path, timeout: float) -> tuple[int | None, str]:
+    """Run the harness child on ``work``/req.json; (exit code, or None when ``timeout`` ran
+    out; its stderr). A child that does not end by itself (a timeout; kport interrupted or
+    terminated) is told to stop and, after STOP_GRACE_S, killed; what it left is swept."""
+    env = {**scrubbed_env(), "TMPDIR": str(work)}
+    proc = subprocess.Popen([sys.executable, "-m", "evals.harness_child", str(work / "req.json")],
+                            cwd=work, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=_limits(int(timeout) + 5))
+    try:
+        stderr = proc.communicate(timeout=timeout)[1]
+    except subprocess.TimeoutExpired:
+        return None, ""
+    finally:
+        if proc.poll() is None:
+            _stop(proc)
+    if proc.returncode != 0:
+        sweep()  # a child that died leaves its /dev/shm launch folder
+    return proc.returncode, stderr.decode(errors="replace")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGTERM (the child cleans up: runners/lifetime.py), then SIGKILL; then sweep."""
+    try:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
+        sweep()
 
 
 def implausible_speed(seconds: float, bytes_moved: float, flops: float, chip: str) -> str:
@@ -156,7 +235,10 @@ def judge(case: CaseSpec, body: str, header: str = "", *, seeds: int = 3,
     CaseSpec.held_out_sizes) at a fresh seed, then a repeat run. Raises ValueError for a
     ``launch`` without inputs, outputs, grid or threadgroup, RuntimeError when the harness
     child breaks, CaseError when the case's own oracle fails, SandboxUnavailable when there is
-    no jail and no opt-out."""
+    no jail and no opt-out. ``timeout`` is each run's budget, compiling not included (that
+    is KPORT_COMPILE_TIMEOUT); ValueError unless it is a positive, finite number."""
+    if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+        raise ValueError(f"timeout must be a positive, finite number of seconds, got {timeout!r}")
     if launch is not None:
         launch = _launch_dict(launch)
     verdict = Verdict(False, [f"static {s}" for s in static_findings(body, header)],

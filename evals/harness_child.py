@@ -1,7 +1,9 @@
 """The untrusted side of the harness: run one candidate Metal port on inputs the parent wrote,
 write what it produced (and the inputs as they are afterwards) where the parent said. Started by
 evals/harness.py in a child process with limits, a scrubbed environment and its own temporary
-directory; whatever it prints is never read as a verdict.
+directory; whatever it prints is never read as a verdict. The parent compiled the candidate
+before (evals/harness.py _build_first), so its build here is found in the cache; the record
+says so (``build_cached``). Told to stop (SIGTERM), it cleans up and exits 143.
 
     python -m evals.harness_child REQUEST.json
 """
@@ -21,7 +23,9 @@ def main(argv: list[str]) -> int:
     from evals.harness import LAUNCH_KEYS
     from evals.port_check import case_with_port
     from runners.errors import KportError
+    from runners.lifetime import raise_on_termination
 
+    raise_on_termination()  # the parent's SIGTERM: jails killed, scratch removed, then exit
     req = json.loads(Path(argv[0]).read_text())
     case = load_case(Path(req["case"]))
     work = Path(req["work"])
@@ -48,13 +52,18 @@ def main(argv: list[str]) -> int:
     Path(req["record"]).write_text(json.dumps({
         "compiled": record.compiled, "ok": record.ok,
         "diagnostics": [str(d) for d in record.diagnostics][:20],
-        "findings": [str(f) for f in record.findings][:20]}))
+        "findings": [str(f) for f in record.findings][:20],
+        "build_cached": bool(getattr(record.build, "cached", False))}))
     return 0
 
 
 if __name__ == "__main__":
+    from runners.lifetime import Terminated
+
     try:
         sys.exit(main(sys.argv[1:]))
+    except Terminated as stop:
+        sys.exit(128 + stop.signum)
     except MemoryError:
         sys.exit(4)  # the limits stopped a runaway allocation
     except Exception:  # noqa: BLE001 - a bug of ours: the parent raises it, it is no verdict

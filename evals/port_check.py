@@ -5,12 +5,12 @@ case's expert one."""
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 
 from evals.cases import CaseSpec, MetalSpec
 from evals.corpus_check import Outcome, check_case
 from runners.errors import KportError
+from runners.lifetime import temp_folder
 
 PORT, HEADER = "kport_port.metal", "kport_header.metal"
 
@@ -33,7 +33,7 @@ def case_with_port(case: CaseSpec, folder: Path, *, body: str, header: str, inpu
 
 def check_translation(case: CaseSpec, tr, seeds: int | None = None) -> list[Outcome]:
     """Run ``tr`` (an agent.translate.Translation) through the case's check."""
-    with tempfile.TemporaryDirectory(prefix="kport-port-") as tmp:
+    with temp_folder("kport-port-") as tmp:
         c = case_with_port(case, Path(tmp), body=tr.body, header=tr.header, inputs=tr.inputs,
                            outputs=tr.outputs, grid=tr.grid, threadgroup=tr.threadgroup,
                            template=tr.template, atomic_outputs=tr.atomic_outputs,

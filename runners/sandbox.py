@@ -216,6 +216,17 @@ def die_with_parent():
     return lambda: prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
 
 
+def tied_command(command: list[str]) -> list[str]:
+    """``command`` wrapped so that it and every process it starts die with kport, even a
+    SIGKILLed one: in a PID namespace of its own (bubblewrap, all else as outside: for kport's
+    own trusted builds) where bubblewrap works here; else ``command`` as it is (then only the
+    process itself is tied, by die_with_parent)."""
+    if not _probe()[0]:
+        return list(command)
+    return [_bwrap(), "--dev-bind", "/", "/", "--proc", "/proc", "--unshare-pid",
+            "--die-with-parent", "--", *command]
+
+
 def _preexec(limits: Limits):
     on_parent_death = die_with_parent()
 

@@ -11,18 +11,20 @@ stored with its hash and verified when used.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import os
 import re
+import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runners.sandbox import Jail, Limits, Mount, read_jailed
+from runners.lifetime import partial_file, temp_folder
+from runners.sandbox import Jail, Limits, Mount, die_with_parent, read_jailed, tied_command
 from runners.settings import Settings, load_settings
 from runners.toolchain import Compiler, find_compiler
 
@@ -80,6 +82,7 @@ class Build:
     log: str = ""
     seconds: float = 0.0
     cached: bool = False
+    timed_out: bool = False  # a compile step ran out of KPORT_COMPILE_TIMEOUT (not cached)
 
 
 def kernel_tail(dialect: str, needs_sync: bool, preamble: str, body: str) -> str:
@@ -146,22 +149,42 @@ def _key(*parts: str) -> str:
     return h.hexdigest()[:32]
 
 
-def _compile(compiler: Compiler, args: list[str], out: Path,
-             timeout: float) -> tuple[bool, str, bool]:
-    """Build kport's own simulator host (trusted code, not jailed), writing to a temp name and
-    renaming: concurrent builds never see halves."""
+def _partials(settings: Settings) -> Path:
+    """Where cache entries are written before they are renamed into place: one folder, swept
+    of what killed processes left whenever a new one is made (runners/lifetime.py)."""
+    return settings.build_cache_dir / "partial"
+
+
+def _compile(compiler: Compiler, args: list[str], out: Path, timeout: float,
+             settings: Settings) -> tuple[bool, str, bool]:
+    """Build kport's own simulator host (trusted code, not jailed), writing to a partial file
+    and renaming: concurrent builds never see halves. The compiler (zig's starts more
+    processes) runs tied to kport: a timeout, Ctrl-C or kport's death ends all of it."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=".tmp-", suffix=out.suffix)
-    os.close(fd)
+    tmp = partial_file(_partials(settings), out.suffix)
+    on_parent_death = die_with_parent()
+
+    def tie() -> None:
+        os.setsid()
+        on_parent_death()
+
     try:
-        proc = subprocess.run([*compiler.command, *args, "-o", tmp], capture_output=True,
-                              text=True, timeout=timeout)
+        proc = subprocess.Popen(tied_command([*compiler.command, *args, "-o", tmp]),
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, preexec_fn=tie)
+        try:
+            log = proc.communicate(timeout=timeout)[0]
+        except subprocess.TimeoutExpired:
+            return False, f"compiler timed out after {timeout:.0f} s", True
+        finally:
+            if proc.poll() is None:  # a timeout or an interruption: the whole group goes
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
         ok = proc.returncode == 0
         if ok:
             os.replace(tmp, out)
-        return ok, proc.stdout + proc.stderr, False
-    except subprocess.TimeoutExpired:
-        return False, f"compiler timed out after {timeout:.0f} s", True
+        return ok, log, False
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -178,7 +201,7 @@ def host_executable(settings: Settings | None = None) -> Path:
         return exe
     sources = [str(SIMCORE / "rt" / name) for name in RUNTIME_SOURCES]
     # The first build with ziglang also builds zig's libc++ once (about a minute).
-    ok, log, _ = _compile(compiler, [*HOST_FLAGS, *sources, "-ldl"], exe, timeout=900)
+    ok, log, _ = _compile(compiler, [*HOST_FLAGS, *sources, "-ldl"], exe, 900, settings)
     if not ok:
         raise RuntimeError(f"building the simulator host failed (a kport bug):\n{log[-4000:]}")
     _record_hash(exe, exe.read_bytes())
@@ -220,14 +243,20 @@ def cached_file(path: Path) -> Path | None:
     return None
 
 
-def _store(folder: Path, name: str, data: bytes) -> Path:
-    """Write ``data`` into the cache atomically, with its hash."""
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    path = folder / name
-    _record_hash(path, data)
-    os.replace(tmp, path)
+def _store(folder: Path, name: str, data: bytes, settings: Settings,
+           hashed: bool = True) -> Path:
+    """Write ``data`` into the cache atomically (a partial file renamed into place), with its
+    hash unless ``hashed`` is False."""
+    tmp = partial_file(_partials(settings))
+    try:
+        Path(tmp).write_bytes(data)
+        path = folder / name
+        if hashed:
+            _record_hash(path, data)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
     return path
 
 
@@ -261,7 +290,7 @@ def build_kernel(tu: str, *, checked: bool, dialect: str = "metal",
                      True)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "kernel.cpp").write_text(tu)  # for people reading the cache; never compiled
-    with tempfile.TemporaryDirectory(prefix="kport-build-") as tmp:
+    with temp_folder("kport-build-") as tmp:
         scratch = Path(tmp)
         (scratch / "kernel.cpp").write_text(tu)
         if vetting:
@@ -270,9 +299,10 @@ def build_kernel(tu: str, *, checked: bool, dialect: str = "metal",
     seconds = time.perf_counter() - start
     if data is None:
         if not timed_out:  # a timeout says nothing about the source: try again next time
-            failed.write_text(log)
-        return Build(False, None, failure_diagnostics(log), log, seconds)
-    return Build(True, _store(folder, "kernel.so", data), parse_diagnostics(log), log, seconds)
+            _store(folder, failed.name, log.encode(), settings, hashed=False)
+        return Build(False, None, failure_diagnostics(log), log, seconds, timed_out=timed_out)
+    return Build(True, _store(folder, "kernel.so", data, settings), parse_diagnostics(log), log,
+                 seconds)
 
 
 def _jailed_build(compiler: Compiler, flags: list[str], scratch: Path, settings: Settings,
@@ -291,7 +321,8 @@ def _jailed_build(compiler: Compiler, flags: list[str], scratch: Path, settings:
                        settings=settings)
         log += ran.output + ("\n[output cut]\n" if ran.cut else "")
         if ran.timed_out:
-            return None, log + f"\ncompiler timed out after {timeout:g} s", True
+            return None, (log + f"\ncompile timed out after {timeout:g} s "
+                          "(KPORT_COMPILE_TIMEOUT)"), True
         if ran.returncode != 0:
             return None, log, False
         if args[-1] == "vetted.ii":

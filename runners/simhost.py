@@ -9,22 +9,28 @@ is never trusted. A crash ends only the child.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
 import shutil
 import signal
-import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from runners.lifetime import temp_folder
 from runners.sandbox import Jail, Limits, Mount, SandboxUnavailable, read_jailed, require_isolation
 from runners.settings import Settings, load_settings
 from runners.simbuild import SIMCORE, host_executable
 
 # Largest total of buffers one simulated launch may use: the simulator runs on the host's memory.
 MAX_LAUNCH_BYTES = 4 << 30
+
+# Set by build_only(): run_launch builds what a launch needs but launches nothing.
+_BUILD_ONLY = contextvars.ContextVar("kport_build_only", default=False)
 
 ERROR_KINDS = {"divergence", "out_of_bounds", "race", "invalid", "unsupported", "limit",
                "uninitialized", "crash", "timeout", "sandbox"}
@@ -77,7 +83,7 @@ class LaunchSpec:
 
 @dataclass
 class LaunchResult:
-    status: str  # ok | fault | timeout | crash
+    status: str  # ok | fault | timeout | crash | skipped (build_only: nothing ran)
     findings: list[Finding] = field(default_factory=list)
     outputs: dict[str, np.ndarray] = field(default_factory=dict)
     printf: str = ""
@@ -114,6 +120,18 @@ def launch_dims(value, what: str) -> tuple[int, int, int]:
     if not 1 <= len(dims) <= 3 or any(int(d) < 1 for d in dims):
         raise ValueError(f"{what} must be 1 to 3 positive integers, got {value!r}")
     return tuple(int(d) for d in dims) + (1,) * (3 - len(dims))
+
+
+@contextlib.contextmanager
+def build_only() -> Iterator[None]:
+    """Within it, run_launch builds the simulator host and returns status "skipped" without
+    launching, so a kernel object's launch only compiles: a harness builds a candidate under
+    the compile budget first, and the run that follows finds every build in the cache."""
+    token = _BUILD_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _BUILD_ONLY.reset(token)
 
 
 def _scratch_root() -> str | None:
@@ -194,10 +212,12 @@ def run_launch(library: Path, spec: LaunchSpec, args: list[BufferArg | ScalarArg
     settings = settings or load_settings()
     isolation = require_isolation(settings)
     host = host_executable(settings)
+    if _BUILD_ONLY.get():
+        return LaunchResult("skipped")
     timeout = timeout or settings.sim_timeout
     threads = settings.sim_threads or os.cpu_count() or 1
     buffer_bytes = sum(a.data.nbytes for a in args if isinstance(a, BufferArg))
-    with tempfile.TemporaryDirectory(prefix="kport-launch-", dir=_scratch_root()) as tmp:
+    with temp_folder("kport-launch-", dir=_scratch_root()) as tmp:
         work = Path(tmp)
         lockdown = "optional" if isolation.unsandboxed and not isolation.jailed else "required"
         lines = [f"kernel {library}", "groups {} {} {}".format(*spec.groups),
