@@ -13,11 +13,11 @@ import platform
 import shutil
 import subprocess
 import sys
-import tempfile
 from dataclasses import asdict, dataclass
 
 import typer
 
+from runners.lifetime import temp_folder
 from runners.settings import Settings, load_settings
 
 # Python modules the offline pipeline imports, with the distribution that provides each.
@@ -99,7 +99,7 @@ def check_compiler(settings: Settings) -> Check:
         compiler = find_compiler(settings.cxx)
     except CompilerNotFound as err:
         return Check("simulator compiler", False, str(err).split(";")[0], True, str(err))
-    with tempfile.TemporaryDirectory() as tmp:
+    with temp_folder("kport-doctor-") as tmp:
         probe = os.path.join(tmp, "probe.cpp")
         with open(probe, "w") as f:
             f.write("typedef float f4 __attribute__((ext_vector_type(4)));\n"

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -25,6 +24,7 @@ from evals.cases import discover
 from evals.port_check import check_translation
 from kb.parse import functions
 from runners.errors import KportError
+from runners.lifetime import temp_folder
 
 
 def corpus_table(ids: list[str] | None) -> tuple[list[tuple], list[str]]:
@@ -81,7 +81,7 @@ def llama_coverage(path: Path) -> tuple[Counter, Counter, int, list[str]]:
     from kb.llama_cpp import CUDA_SUB, _extract, _find_root
 
     mapped, unmapped, kernels, errors = Counter(), Counter(), 0, []
-    with tempfile.TemporaryDirectory() as tmp:
+    with temp_folder("kport-bench-port-") as tmp:
         folder = path
         if path.is_file():
             _extract(path, Path(tmp))

@@ -13,12 +13,12 @@ import hashlib
 import json
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from runners.lifetime import temp_folder
 from runners.settings import load_settings
 from runners.simbuild import SIMCORE, parse_diagnostics
 from runners.simhost import BufferArg, ScalarArg, launch_dims
@@ -81,7 +81,7 @@ class RawKernel:
         exe, log = self._build()
         if exe is None:
             return GpuRun(False, diagnostics=parse_diagnostics(log), error=log[-2000:])
-        with tempfile.TemporaryDirectory(prefix="kport-gpu-") as tmp:
+        with temp_folder("kport-gpu-") as tmp:
             work = Path(tmp)
             lines = ["groups {} {} {}".format(*grid), "tg {} {} {}".format(*block),
                      f"dyn_smem {shared_mem}", f"reps {reps}", f"result {work / 'result.json'}"]
