@@ -2,7 +2,9 @@
 element types from the translator, sizes from --size, and guesses for everything else, each
 guess listed so the report can say what to check. The result is a real case folder (case.toml
 plus the CUDA source), valid for evals.cases.load_case, whose oracle is the CUDA kernel itself
-run in cuda_sim; the user corrects case.toml and runs again with --case.
+run in cuda_sim. The output package holds it as case.guessed.toml (never case.toml, which may be
+the user's); the user corrects it and runs again with --case DIR/case.guessed.toml, which
+load_case_arg reads.
 """
 
 from __future__ import annotations
@@ -18,6 +20,10 @@ from evals.cases import CATEGORIES, load_case
 from runners.errors import KportError
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+GUESSED = "case.guessed.toml"  # the guessed case's name in an output package
+# A package's own files, never part of the case a --case copy is loaded from.
+_PACKAGE_FILES = ("oracle_*.npz", "oracle.json", "kernel.py", "kernel.metal", "test_kernel.py",
+                  "report.md", "report.json", ".kport-*", "__pycache__", ".pytest_cache")
 
 
 def _toml_value(v) -> str:
@@ -66,7 +72,10 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     ints = [n for n, r in tr.roles.items() if r == "scalar"
             and _dtype(n, tr.dtypes.get(n, "")).startswith(("int", "uint"))]
     if not sizes:
-        sizes = {n: 1024 if len(ints) == 1 else 64 for n in ints} or {"n": 1024}
+        # every array is guessed flat over the product of the sizes: keep that product small
+        # (64**3 at most; with many int parameters each one gets smaller), never PiB
+        each = 1024 if len(ints) == 1 else 64 if len(ints) <= 3 else max(2, 2 ** (18 // len(ints)))
+        sizes = {n: each for n in ints} or {"n": 1024}
         guessed.append(f"sizes {sizes} (no --size given)")
     elements = " * ".join(sizes) if len(sizes) > 1 else next(iter(sizes))
     args = []
@@ -107,7 +116,8 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     data = {"id": folder.name, "title": f"{tr.kernel} (case guessed by kport port)",
             "category": category,
             "notes": "Guessed by `kport port` without --case: check every shape, scalar value "
-                     "and the launch, then run `kport port ... --case " + folder.name + "`.",
+                     "and the launch, then run `kport port ... --case " + folder.name + "/"
+                     + GUESSED + "`.",
             "cuda": {"source": src_path.name, "kernel": kernel, "grid": list(grid),
                      "block": list(block)},
             "sizes": dict(sizes), "variants": [variant] if variant else [], "args": args,
@@ -125,6 +135,33 @@ def _category(kernel: str) -> str:
 
     cat = guess_category(kernel)
     return cat if cat in CATEGORIES else "other"
+
+
+def load_case_arg(path: Path, scratch: Path):
+    """The case a --case argument names: a case folder or its case.toml (loaded where it is),
+    or another TOML file such as a package's case.guessed.toml, or a folder holding only that
+    (loaded from a copy of its folder under ``scratch`` with the file as case.toml, since
+    evals.cases.load_case reads FOLDER/case.toml). Raises CaseError naming the user's file."""
+    from evals.cases import CaseError
+
+    path = Path(path).expanduser()
+    if path.name == "case.toml" or (path.is_dir() and (path / "case.toml").is_file()):
+        return load_case(path.parent if path.name == "case.toml" else path)
+    toml = path if path.is_file() else path / GUESSED
+    if not toml.is_file():
+        return load_case(path)  # its CaseError says that there is no case here
+    folder = toml.parent
+    copy = Path(scratch) / folder.resolve().name
+    shutil.rmtree(copy, ignore_errors=True)
+    # links stay links, so that load_case refuses them as it would in the user's folder
+    shutil.copytree(folder, copy, symlinks=True,
+                    ignore=shutil.ignore_patterns(*_PACKAGE_FILES, "case.toml"))
+    shutil.copyfile(toml, copy / "case.toml")
+    try:
+        return load_case(copy)
+    except CaseError as err:
+        raise CaseError(str(err).replace(str(copy / "case.toml"), str(toml))
+                        .replace(str(copy), str(folder))) from None
 
 
 def with_sizes(case, sizes: dict[str, int]):

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import functools
 import json
-import tempfile
 from pathlib import Path
 
 import typer
+
+from runners.lifetime import temp_folder
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
                   help=__doc__.splitlines()[0])
@@ -103,7 +104,7 @@ def port(source: str, kernel: str, case: str | None = None) -> dict:
     """Port a CUDA kernel offline end to end; the package's report.json and kernel.metal."""
     from agent.port_cli import main as port_main
 
-    with tempfile.TemporaryDirectory(prefix="kport-mcp-port-") as tmp:
+    with temp_folder("kport-mcp-port-") as tmp:
         src = Path(tmp) / "kernel.cu"
         src.write_text(source)
         args = [str(src), "--kernel", kernel, "--out", str(Path(tmp) / "pkg"), "--offline"]

@@ -4,8 +4,10 @@
     DIR/kernel.metal    header + body of the metal_kernel
     DIR/report.md|json  what was ported, how it was checked, what is guessed or left to do
     DIR/test_kernel.py  pytest: run() against the oracle outputs saved in DIR/oracle_*.npz
-    DIR/case.toml       (no --case) the guessed case, with the CUDA source beside it
+    DIR/case.guessed.toml  (no --case) the guessed case, with the CUDA source beside it
+    DIR/.kport-package  what kport wrote here (agent/out_folder.py), so a rerun may replace it
 
+The package is written into a fresh folder and put in place whole (agent/out_folder.py).
 kernel.py is agent/kernel_template.py with its port-data block filled in, so it needs only numpy
 and MLX on a Mac (and kport's metal_sim elsewhere).
 """
@@ -29,7 +31,7 @@ from evals.cases import evaluate
 TEMPLATE = Path(__file__).with_name("kernel_template.py")
 # What a package holds (the oracle files numbered), as /save in `kport chat` announces it.
 LAYOUT = ("kernel.py", "kernel.metal", "test_kernel.py", "oracle.json", "oracle_*.npz",
-          "report.md", "report.json")
+          "report.md", "report.json", ".kport-package")
 _DATA = re.compile(r"# --- kport: port data ---\n.*?# --- kport: end of port data ---\n", re.S)
 RESERVED = {"run", "kernel", "evaluate", "as_numpy", "np", "ast", "functools", "operator"}
 ORACLE_BYTES = 8 << 20  # arrays of one saved size set
@@ -192,14 +194,29 @@ def metal_text(kernel: str, candidate: dict) -> str:
     return tr.metal_source()
 
 
+def copy_guessed_case(case_dir: Path, folder: Path) -> list[str]:
+    """Copy a guessed case folder into ``folder`` with its case.toml as case.guessed.toml
+    (never case.toml: the user may have one of their own there); returns the paths copied."""
+    from agent.case_guess import GUESSED
+
+    out = []
+    for f in sorted(case_dir.rglob("*")):
+        rel = f.relative_to(case_dir)
+        if f.is_file() and not f.is_symlink():
+            dest = folder / (GUESSED if str(rel) == "case.toml" else rel)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, dest)
+            out.append(str(dest.relative_to(folder)))
+    return out
+
+
 def write_package(folder: Path, *, case, kernel: str, candidate: dict,
                   guessed_case: Path | None = None) -> dict:
-    """Write kernel.py, kernel.metal, test_kernel.py and the oracle into ``folder`` (created;
-    files of an earlier package are replaced), plus case.toml and the CUDA source when the
-    case was guessed (``guessed_case`` is its folder). Returns what was written."""
+    """Write kernel.py, kernel.metal, test_kernel.py and the oracle into ``folder`` (a fresh
+    one: agent/out_folder.write_folder puts it in place), plus case.guessed.toml and the CUDA
+    source when the case was guessed (``guessed_case`` is its folder). Returns what was
+    written."""
     folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("oracle_*.npz"):
-        old.unlink()
     spec = port_spec(case, candidate)
     # A model that echoed a secret into a comment must not leave it in the package.
     (folder / "kernel.py").write_text(redact(kernel_py(kernel, candidate, spec, case.title)))
@@ -211,10 +228,7 @@ def write_package(folder: Path, *, case, kernel: str, candidate: dict,
     files = ["kernel.py", "kernel.metal", "test_kernel.py", "oracle.json",
              *(e["file"] for e in entries)]
     if guessed_case is not None:
-        for f in guessed_case.iterdir():
-            if f.is_file():
-                shutil.copyfile(f, folder / f.name)
-                files.append(f.name)
+        files += copy_guessed_case(guessed_case, folder)
     return {"files": files + ["report.md", "report.json"], "oracle": entries,
             "oracle_notes": notes, "size_args": spec["size_args"],
             "function": python_name(kernel)}

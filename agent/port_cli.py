@@ -6,20 +6,23 @@
 The agent (agent/graph.py) drafts, checks against the oracle at every size set and seed,
 repairs and optimises within the budgets; DIR gets kernel.py, kernel.metal, report.md/json,
 test_kernel.py and the oracle (see agent/package.py). Without --case the case is guessed
-(case.toml in DIR: correct it and rerun with --case DIR). Exit 0: accepted (correct at every
-size set); 1: not accepted (the package still holds the evidence); 2: usage errors.
+(case.guessed.toml in DIR: correct it and rerun with --case DIR/case.guessed.toml). DIR must be
+new, empty or an earlier package of kport's (replaced whole); a folder holding other files is
+refused before any work unless --force (agent/out_folder.py). Exit 0: accepted (correct at
+every size set); 1: not accepted (the package still holds the evidence); 2: usage errors.
 """
 
 from __future__ import annotations
 
 import json
-import tempfile
+import shutil
 import time
 from pathlib import Path
 
 import typer
 
 from agent.translate_cli import _dims
+from runners.limits import seconds_option
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
                   help=__doc__.splitlines()[0])
@@ -56,8 +59,8 @@ def parse_shapes(items: list[str]) -> dict[str, list]:
 def _load_inputs(file: Path, kernel: str | None, case_dir: Path | None, sizes, shapes,
                  grid, block, staging: Path, out_name: str):
     """(src, kernel, case, guessed, guessed folder) for the CLI's arguments."""
-    from agent.case_guess import guess_case, with_sizes
-    from evals.cases import load_case
+    from agent.case_guess import guess_case, load_case_arg, with_sizes
+    from evals.cases import CaseError
     from kb.rules_match import kernel_tokens
     from runners.errors import KportError
 
@@ -66,7 +69,7 @@ def _load_inputs(file: Path, kernel: str | None, case_dir: Path | None, sizes, s
     except (OSError, UnicodeDecodeError) as err:
         raise KportError(f"{file}: cannot read ({err})") from None
     if case_dir is not None:
-        case = load_case(case_dir.parent if case_dir.name == "case.toml" else case_dir)
+        case = load_case_arg(case_dir, staging / "case")
         if kernel and kernel.split("<")[0] != case.cuda.kernel.split("<")[0]:
             raise KportError(f"--kernel {kernel}: the case ports {case.cuda.kernel!r}")
         cuda = case.folder / case.cuda.source
@@ -78,9 +81,31 @@ def _load_inputs(file: Path, kernel: str | None, case_dir: Path | None, sizes, s
         raise KportError(f"{file}: say which kernel with --kernel NAME (or give --case)")
     kernel_tokens(src, kernel, str(file))
     folder = staging / out_name  # the case id must be the name of the folder it ends up in
-    case, guessed = guess_case(file, kernel, folder, sizes=sizes, grid=grid, block=block,
-                               shapes=shapes)
+    try:
+        case, guessed = guess_case(file, kernel, folder, sizes=sizes, grid=grid, block=block,
+                                   shapes=shapes)
+    except CaseError as err:  # it names a scratch file the user never sees: say what to change
+        why = str(err).removeprefix(f"{folder / 'case.toml'}: ")
+        raise KportError(f"{file}: the case guessed for {kernel} does not hold: {why}; pass "
+                         "other --size/--shape/--grid/--block, or write a case.toml "
+                         "(docs/corpus.md) and pass --case") from None
     return src, kernel, case, guessed, folder
+
+
+def case_files_in(case_arg: Path | None, out: Path) -> list[str]:
+    """The files of a --case that lives in the --out folder (a corrected case.guessed.toml and
+    its sources): the new package carries them, so replacing the folder loses none."""
+    from agent.out_folder import folder_files
+
+    if case_arg is None or not out.is_dir():
+        return []
+    folder = case_arg if case_arg.is_dir() else case_arg.parent
+    if folder.resolve() != out.resolve():
+        return []
+    package = {"kernel.py", "kernel.metal", "test_kernel.py", "oracle.json", "report.md",
+               "report.json"}
+    return [rel for rel in folder_files(out) if rel not in package and not
+            (rel.startswith("oracle_") and rel.endswith(".npz"))]
 
 
 @app.command()
@@ -97,28 +122,36 @@ def port(file: Path = typer.Argument(..., help="the CUDA source (.cu / .cuh)"),
          thread: str = typer.Option(None, help="checkpoint thread id: resumes it if it exists"),
          iterations: int = typer.Option(6, min=1, help="candidates checked, at most"),
          tokens: int = typer.Option(60_000, min=0, help="LLM token budget"),
-         wall: float = typer.Option(900.0, min=1, help="wall-time budget, seconds"),
+         wall: float = typer.Option(900.0, min=1, help="wall-time budget, seconds",
+                                    callback=seconds_option("--wall")),
          optimise: int = typer.Option(3, min=0, help="optimisation candidates (LLM only)"),
          chip: str = typer.Option("M1", help="Apple chip the lints assume"),
          seeds: int = typer.Option(None, min=1, max=10, help="seeds per size set"),
          no_kb: bool = typer.Option(False, "--no-kb", help="no retrieval from the KB"),
-         as_json: bool = typer.Option(False, "--json", help="print report.json")):
+         as_json: bool = typer.Option(False, "--json", help="print report.json"),
+         force: bool = typer.Option(False, "--force", help="write into --out even when it holds "
+                                    "files kport did not write (those are left alone)")):
     """Port FILE's kernel to Metal for MLX and write the package into --out."""
+    from agent.case_guess import GUESSED
     from agent.llm import connect, redact
-    from agent.package import write_package
+    from agent.out_folder import check_out_folder, write_folder
+    from agent.package import copy_guessed_case, write_package
     from agent.report import build_report, shipped, write_report
     from agent.session import learn as learn_pair
     from agent.session import new_thread_id, run_port
     from agent.state import Budget, PortContext
     from kb.lints import resolve_family
+    from runners.lifetime import temp_folder
     from runners.settings import load_settings
 
+    carry = case_files_in(case, out)
+    check_out_folder(out, force=force, keep=carry)  # before any work: nothing is lost later
     sizes, shapes = parse_sizes(size), parse_shapes(shape)
     resolve_family(chip)  # an unknown chip is a usage error before any work
     settings = load_settings()
     llm = None if offline else connect(settings)
     budget = Budget(iterations=iterations, tokens=tokens, wall_s=wall, optimise=optimise)
-    with tempfile.TemporaryDirectory(prefix="kport-port-") as tmp:
+    with temp_folder("kport-port-") as tmp:
         src, kname, spec, guessed, guessed_dir = _load_inputs(
             file, kernel, case, sizes, shapes, _dims(grid), _dims(block), Path(tmp),
             out.resolve().name)
@@ -128,12 +161,7 @@ def port(file: Path = typer.Argument(..., help="the CUDA source (.cu / .cuh)"),
         result = run_port(ctx, settings, thread or new_thread_id(kname))
         state = result.values
         cand = shipped(state)
-        package = {"files": ["report.md", "report.json"]}
-        if cand is not None:
-            package = write_package(out, case=spec, kernel=state["kernel"], candidate=cand,
-                                    guessed_case=guessed_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        notes = list(package.get("oracle_notes", []))
+        notes = []
         if result.resumed:
             notes.append(f"resumed from checkpoint thread {result.thread_id}")
         accepted = state.get("best") is not None
@@ -142,12 +170,30 @@ def port(file: Path = typer.Argument(..., help="the CUDA source (.cu / .cuh)"),
             notes.append(f"--learn: added the port to the KB ({counts['added']} new chunks)")
         elif learn:
             notes.append("--learn: nothing added (the port was not accepted)")
-        rep = build_report(state, source=str(file), case=spec,
-                           mode="llm" if llm else "offline", llm_name=llm.name if llm else None,
-                           base_url=llm.base_url if llm else None, thread_id=result.thread_id,
-                           chip=chip, budget=budget, guessed=guessed, package=package,
-                           extra_notes=notes)
-        write_report(out, rep)
+        rep: dict = {}
+
+        def fill(stage: Path) -> None:
+            nonlocal rep
+            package = {"files": ["report.md", "report.json"]}
+            if cand is not None:
+                package = write_package(stage, case=spec, kernel=state["kernel"],
+                                        candidate=cand, guessed_case=guessed_dir)
+            elif guessed_dir is not None:
+                package["files"] += copy_guessed_case(guessed_dir, stage)
+            for rel in carry:  # the user's corrected case, kept from the folder replaced
+                (stage / rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(out / rel, stage / rel)
+            package["files"] += carry
+            rep = build_report(state, source=str(file), case=spec,
+                               mode="llm" if llm else "offline",
+                               llm_name=llm.name if llm else None,
+                               base_url=llm.base_url if llm else None,
+                               thread_id=result.thread_id, chip=chip, budget=budget,
+                               guessed=guessed, package=package,
+                               extra_notes=list(package.get("oracle_notes", [])) + notes)
+            write_report(stage, rep)
+
+        write_folder(out, fill, command="kport port", force=force, keep=carry)
     if as_json:
         print(redact(json.dumps(rep, indent=1, default=str)))
     else:
@@ -156,11 +202,12 @@ def port(file: Path = typer.Argument(..., help="the CUDA source (.cu / .cuh)"),
         print(redact(f"kport port: {rep['status'].upper()} {state['kernel']} -> {out} "
                      f"({good}/{len(runs)} runs correct; {rep['mode']}; "
                      f"thread {result.thread_id})\n  {rep['stop_reason']}"))
-        for line in [rep["kb"], rep["performance"].get("note", ""), *notes]:
+        for line in [rep["kb"], rep["performance"].get("note", ""), *rep["notes"]]:
             if line:
                 print(redact(f"  {line}"))
         if guessed:
-            print(f"  guessed case: {out / 'case.toml'} (check it; rerun with --case {out})")
+            print(f"  guessed case: {out / GUESSED} (check it; rerun with --case "
+                  f"{out / GUESSED})")
     raise typer.Exit(0 if accepted else 1)
 
 

@@ -1,12 +1,13 @@
 """`kport translate`: the offline translator's draft of one CUDA kernel, with its coverage.
 
-    kport translate FILE.cu --kernel NAME [--case case.toml] [--grid G] [--block B] [--json]
+    kport translate FILE.cu --kernel NAME [--case CASE] [--grid G] [--block B] [--json]
 
 Prints the Metal draft (header + metal_kernel body), the MLX call (inputs, outputs, grid in
 threads, threadgroup, template arguments) and the coverage: every CUDA construct the rules know,
-mapped or left as a KPORT-TODO with its rule and line. With --case the roles and launch come
-from the case file; otherwise roles are inferred (const pointer: in; written: out or inout) and
-the launch is the --grid/--block you give (blocks and threads per block, as in CUDA).
+mapped or left as a KPORT-TODO with its rule and line. With --case (a case folder, its
+case.toml, or a port package's case.guessed.toml) the roles and launch come from the case;
+otherwise roles are inferred (const pointer: in; written: out or inout) and the launch is the
+--grid/--block you give (blocks and threads per block, as in CUDA).
 """
 
 from __future__ import annotations
@@ -53,20 +54,24 @@ def translation_json(tr) -> dict:
 def translate(file: Path = typer.Argument(..., help="the CUDA source (.cu / .cuh)"),
               kernel: str = typer.Option(None, help="kernel name, with template arguments "
                                          "if it has any: 'softmax<256>'"),
-              case: Path = typer.Option(None, help="a corpus case folder or its case.toml"),
+              case: Path = typer.Option(None, help="a case folder, its case.toml or a "
+                                        "package's case.guessed.toml"),
               grid: str = typer.Option(None, help="CUDA grid in blocks: 'ceil_div(n,256)' or "
                                        "'rows,1,1'"),
               block: str = typer.Option(None, help="CUDA block in threads: '256'"),
               as_json: bool = typer.Option(False, "--json", help="print JSON")):
     """Translate one kernel offline and show what was mapped and what is left to do."""
+    import tempfile
+
+    from agent.case_guess import load_case_arg
     from agent.translate import translate_kernel
-    from evals.cases import load_case
     from runners.errors import KportError
 
     roles = None
     shared_mem: str | int = 0
     if case is not None:
-        spec = load_case(case.parent if case.name == "case.toml" else case)
+        with tempfile.TemporaryDirectory(prefix="kport-case-") as tmp:
+            spec = load_case_arg(case, Path(tmp))
         roles = {a.name: a.role for a in spec.args}
         kernel = kernel or spec.cuda.kernel
         grid_v, block_v, shared_mem = spec.cuda.grid, spec.cuda.block, spec.cuda.shared_mem

@@ -2,11 +2,14 @@
 
     kport eval [CORPUS_DIR | CASE_DIR | CASE_ID ...] [--mode offline|llm] [--workers N]
                [--executor local|ray] [--out DIR] [--resume] [--seeds N] [--timeout S]
+               [--force]
 
 Each case is one task in a worker process: offline, the translator's draft; llm, the porting
 agent (needs KPORT_MODEL). Every port is judged by the cheat-proof harness (evals/harness.py).
 OUT/results.jsonl gets one line per case as it finishes; OUT/run.json the settings, versions
-and the metrics. --resume skips the cases already in results.jsonl. Exit 0: every selected
+and the metrics. --resume skips the cases already in results.jsonl. OUT must be new, empty or a
+run folder of kport eval; one holding other files is refused before any case runs, unless
+--force (agent/out_folder.py). Exit 0: every selected
 case has its line; 1: some cases broke the harness (not recorded: --resume redoes them);
 2: usage errors. docs/harness.md ("Batch runs and reports") describes the fields.
 """
@@ -14,12 +17,16 @@ case has its line; 1: some cases broke the harness (not recorded: --resume redoe
 from __future__ import annotations
 
 import datetime as dt
+import math
 import os
 import platform
 import sys
 from pathlib import Path
 
 import typer
+
+from runners.errors import KportError
+from runners.limits import seconds_option
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
                   help=__doc__.splitlines()[0])
@@ -100,12 +107,21 @@ def _check_llm() -> None:
                          "server), pip install 'kport[llm]', or use --mode offline")
 
 
-def _start_run(out: Path, resume: bool, settings: dict, executor: str) -> tuple[dict, list]:
-    """run.json's dict and the records already finished; KportError for a used folder without
-    --resume, or a resume with other settings than the run's."""
+# What a run folder holds (`kport report` writes the reports into it); a damaged results.jsonl
+# or run.json is named line by line by evals/results.py, not refused as the user's.
+RUN_FILES = ("results.jsonl", "run.json", "run.json.tmp", "report.md", "report.html")
+
+
+def _start_run(out: Path, resume: bool, settings: dict, executor: str,
+               force: bool = False) -> tuple[dict, list]:
+    """run.json's dict and the records already finished; KportError for a folder holding
+    other files (unless ``force``), a used folder without --resume, or a resume with other
+    settings than the run's."""
+    from agent.out_folder import check_out_folder
     from evals.results import RESULTS, RUN, cut_partial_tail, read_results, read_run
     from runners.errors import KportError
 
+    check_out_folder(out, force=force, keep=RUN_FILES)
     out.mkdir(parents=True, exist_ok=True)
     records, partial = read_results(out)
     now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
@@ -129,6 +145,13 @@ def _start_run(out: Path, resume: bool, settings: dict, executor: str) -> tuple[
     return run, records
 
 
+def _speedup(value: float) -> float:
+    """--fast-p: a finite speedup above zero (fast_p counts ports faster than p x the anchor)."""
+    if not math.isfinite(value) or value <= 0:
+        raise KportError(f"--fast-p {value}: give a positive speedup, e.g. 1.0 or 2")
+    return value
+
+
 @app.command()
 def eval_(targets: list[str] = typer.Argument(None, help="corpus folder, case folders or case "
                                               "ids (default: the bundled corpus)"),
@@ -139,11 +162,15 @@ def eval_(targets: list[str] = typer.Argument(None, help="corpus folder, case fo
           resume: bool = typer.Option(False, help="go on with the run in --out, skipping the "
                                       "cases it finished"),
           seeds: int = typer.Option(3, min=3, help="seeds per size set (at least 3)"),
-          timeout: float = typer.Option(900.0, min=1, help="wall-time budget per case, s"),
-          fast_p: float = typer.Option(1.0, "--fast-p", help="speedup p of the fast_p metric"),
+          timeout: float = typer.Option(900.0, min=1, help="wall-time budget per case, s",
+                                        callback=seconds_option("--timeout")),
+          fast_p: float = typer.Option(1.0, "--fast-p", help="speedup p of the fast_p metric",
+                                       callback=_speedup),
           chip: str = typer.Option("M1", help="Apple chip the agent's lints assume"),
           small: bool = typer.Option(False, "--small", help="judge each case at its "
-                                     "smallest size set only (a quick whole-corpus run)")):
+                                     "smallest size set only (a quick whole-corpus run)"),
+          force: bool = typer.Option(False, "--force", help="use --out even when it holds "
+                                     "files kport did not write (they are left alone)")):
     """Port and judge the selected cases; write results.jsonl, run.json and the metrics."""
     from evals.eval_case import MODES, make_task, run_case
     from evals.executors import make_executor
@@ -164,7 +191,7 @@ def eval_(targets: list[str] = typer.Argument(None, help="corpus folder, case fo
                 "small": small,
                 "timeout_s": timeout, "fast_p": fast_p, "chip": chip,
                 "targets": list(targets or []), "cases": [c.id for c in cases]}
-    run, done = _start_run(out, resume, settings, executor)
+    run, done = _start_run(out, resume, settings, executor, force)
     write_run(out, run)
     finished = {r["case"] for r in done}
     tasks = [make_task(c, mode=mode, seeds=seeds, timeout=timeout, chip=chip, small=small)

@@ -4,14 +4,16 @@
     kport kb add PATH [--source NAME]        a file, folder or checkout
     kport kb add-pairs CUDA_DIR METAL_DIR    kernels paired across languages by name
     kport kb import-llama-cpp ARCHIVE_OR_DIR llama.cpp's ggml-cuda / ggml-metal kernels as pairs
-    kport kb remove SOURCE | stats | export FILE | import FILE
+    kport kb remove SOURCE | stats | export FILE [--force] | import FILE
     kport kb search QUERY [--kind K] [-k N] [--json]
     kport kb rules FILE.cu [--kernel NAME] [--json]
     kport kb lint BODY.metal [--header H] [--threadgroup 256,1,1] [--chip M2] [--json]
     kport kb fixes "ERROR MESSAGE" [--json]
 
-The store is $KPORT_HOME/kb, or the Chroma server at KPORT_CHROMA_URL (--url). Machine-readable
-output goes to stdout; progress and warnings go to stderr.
+The store is $KPORT_HOME/kb, or the Chroma server at KPORT_CHROMA_URL (--url). Every change
+(build, add, import, remove) is all or nothing: a local store is rebuilt beside the old one and
+swapped in on success (kb/store.py); an import is read and checked whole before the store is
+opened. Machine-readable output goes to stdout; progress and warnings go to stderr.
 """
 
 from __future__ import annotations
@@ -159,17 +161,47 @@ def stats(url: str = URL, as_json: bool = JSON):
         print(f"  {n:>7}  {src}")
 
 
+def _check_export_dest(dest: Path, force: bool) -> None:
+    """KportError unless ``dest`` may be written: new, or an earlier export (or ``force``)."""
+    from runners.errors import KportError
+
+    if dest.is_dir():
+        raise KportError(f"{dest}: a folder; name the export file, e.g. {dest / 'kb.jsonl'}")
+    if not dest.parent.is_dir():
+        raise KportError(f"{dest}: its folder {dest.parent} does not exist")
+    if dest.exists() and not force:
+        try:
+            with open(dest, "rb") as fh:
+                ours = b'"kport_kb_export"' in fh.readline(4096)
+        except OSError:
+            ours = False
+        if not ours:
+            raise KportError(f"{dest}: exists and is not a `kport kb export` file; name another "
+                             "file, or pass --force to replace it")
+
+
 @app.command("export")
-def export_(dest: Path, url: str = URL):
+def export_(dest: Path, url: str = URL,
+            force: bool = typer.Option(False, "--force", help="replace DEST even when it is "
+                                       "not an earlier export")):
     """Write the whole KB (texts, metadata, embeddings) to one JSON-lines file."""
-    n = _store(url).export(dest)
+    from runners.errors import KportError
+
+    _check_export_dest(dest, force)
+    try:
+        n = _store(url).export(dest)
+    except OSError as err:
+        raise KportError(f"{dest}: cannot write the export ({err})") from None
     _err().print(f"exported {n} chunks to {dest}")
 
 
 @app.command("import")
 def import_(src: Path, url: str = URL, as_json: bool = JSON):
-    """Load a file written by `kport kb export` (no duplicates)."""
-    counts = _store(url, create=True).import_file(src)
+    """Load a file written by `kport kb export` (no duplicates; all or nothing)."""
+    from kb.store import read_export
+
+    parsed = read_export(src)  # read and checked whole before the store is opened
+    counts = _store(url, create=True).import_records(src, *parsed)
     if as_json:
         print(json.dumps(counts))
     else:

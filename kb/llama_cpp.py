@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import re
 import tarfile
-import tempfile
 import zipfile
 from pathlib import Path
 
 from kb.chunks import Chunk
 from kb.ingest import IngestReport, ingest, pair_chunks
 from runners.errors import KportError
+from runners.lifetime import temp_folder
 
 CUDA_SUB = Path("ggml/src/ggml-cuda")
 METAL_SUB = Path("ggml/src/ggml-metal")
@@ -63,7 +63,7 @@ def import_llama_cpp(path: Path, source: str | None = None) -> tuple[list[Chunk]
     source = source or f"llama.cpp:{version_of(path)}"
     if not path.exists():
         raise LlamaCppError(f"{path}: no such file or folder")
-    with tempfile.TemporaryDirectory(prefix="kport-llama-") as tmp:
+    with temp_folder("kport-llama-") as tmp:
         folder = path
         if path.is_file():
             _extract(path, Path(tmp))

@@ -1,12 +1,17 @@
 """The knowledge-base store: chromadb (on disk, or a shared Chroma server by URL) holding one
 collection per kind of chunk, with sentence-transformers embeddings computed by kport.
 
-Writes go in batches; ids are content hashes, so a batch that was written before a kill is
-skipped on the re-run and nothing is duplicated. Each batch bumps a per-collection revision
-(kept in a small ``kport_meta`` collection, so it works on a server too); the BM25 index of a
-collection is cached per revision. A local store is guarded by a file lock: writers hold it
-exclusively for one batch, readers share it for one query, so readers run while a long add goes
-on and never see half a batch.
+A local store changes atomically: $KPORT_HOME/kb is a link to a complete version folder beside
+it (``.kb.<token>``). A write (add, import, remove) copies the current version into a fresh
+folder, writes there, and on success re-points the link in one rename; a failure or a kill
+leaves the previous version as it was, and never an empty or half-built store. Writers take a
+lock for the whole write; readers keep reading the version they opened, each query under a
+shared lock of that folder, and open the new one at their next query. A Chroma server (--url)
+is written in place: inputs are read and checked whole before the first write, and ids are
+content hashes, so a re-run after a kill skips what was written and duplicates nothing.
+
+Each write bumps a per-collection revision (kept in a small ``kport_meta`` collection, so it
+works on a server too); the BM25 index of a collection is cached per revision.
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import os
 import secrets
+import shutil
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from urllib.parse import urlparse
@@ -48,10 +55,11 @@ def _client(path: Path | None, url: str | None, create: bool):
                           "`chroma run --path DIR --port PORT` or fix KPORT_CHROMA_URL") from None
         return client
     assert path is not None
-    if not create and not (path / "chroma.sqlite3").is_file():
+    if not (path / "chroma.sqlite3").is_file():
+        if create:
+            return None  # the first write makes the store (KBStore.writing)
         raise KBError(f"no knowledge base at {path}: run `kport kb build` (or set KPORT_HOME / "
                       "KPORT_CHROMA_URL to where one is)")
-    path.mkdir(parents=True, exist_ok=True)
     try:
         client = chromadb.PersistentClient(path=str(path), settings=settings)
         client.list_collections()
@@ -62,6 +70,83 @@ def _client(path: Path | None, url: str | None, create: bool):
     return client
 
 
+def _open_new(path: Path):
+    import chromadb
+    from chromadb.config import Settings
+
+    return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
+
+
+def _version_dirs(link: Path) -> list[Path]:
+    """The version folders of the local store ``link`` names (current, old and abandoned)."""
+    return [p for p in link.parent.glob(f".{link.name}.v-*") if p.is_dir()]
+
+
+def read_export(src: Path) -> tuple[dict, list[Chunk], list]:
+    """(header, chunks, embeddings or None each) of a `kport kb export` file, read and checked
+    whole before anything is written; KBError names the file and the bad line."""
+    chunks, vectors = [], []
+    try:
+        lines = Path(src).read_text().splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise KBError(f"{src}: cannot read the export ({err})") from None
+    try:
+        head = json.loads(lines[0]) if lines else {}
+    except json.JSONDecodeError:
+        head = {}
+    if not isinstance(head, dict) or "kport_kb_export" not in head:
+        raise KBError(f"{src}:1: not a kport KB export (first line must be its header; "
+                      "make one with `kport kb export`)")
+    for no, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            ch = _export_chunk(row)
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as err:
+            raise KBError(f"{src}:{no}: bad record ({type(err).__name__}: {err}); every "
+                          "line needs collection, text, metadata (and may have an "
+                          "embedding); nothing was imported") from None
+        chunks.append(ch)
+        vectors.append(row.get("embedding"))
+    if not chunks:
+        raise KBError(f"{src}: the export holds no chunks; nothing to import")
+    if len({len(v) for v in vectors if v is not None}) > 1:
+        raise KBError(f"{src}: its embeddings differ in length; not one model's export")
+    return head, chunks, vectors
+
+
+def _export_chunk(row) -> Chunk:
+    """The chunk of one export line; KeyError / TypeError / ValueError saying what is wrong
+    (checked whole before the first write, so a bad line imports nothing)."""
+    if not isinstance(row, dict):
+        raise TypeError("not a JSON object")
+    if row["collection"] not in COLLECTIONS:
+        raise ValueError(f"collection {row['collection']!r} is not one of "
+                         f"{', '.join(COLLECTIONS)}")
+    meta, text, emb = row["metadata"], row["text"], row.get("embedding")
+    if not isinstance(meta, dict) or not isinstance(text, str):
+        raise TypeError("text must be a string and metadata an object")
+    bad = [k for k, v in meta.items() if not isinstance(v, (str, int, float, bool))]
+    if bad:
+        raise TypeError(f"metadata {bad[0]!r} is not a string, number or boolean")
+    if emb is not None and not (isinstance(emb, list) and emb and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in emb)):
+        raise TypeError("embedding must be a list of numbers")
+    meta = dict(meta)
+    return Chunk(row["collection"], str(meta.pop("title", "")), text, meta)
+
+
+def _publish(link: Path, stage: Path) -> None:
+    """Point ``link`` at the version folder ``stage`` with one rename. A store of an older
+    kport (a folder, not a link) is first moved aside, once."""
+    tmp = link.parent / f".{link.name}.link-{secrets.token_hex(4)}"
+    os.symlink(stage.name, tmp)
+    if link.is_dir() and not link.is_symlink():
+        os.rename(link, link.parent / f".{link.name}.v-older-{secrets.token_hex(4)}")
+    os.replace(tmp, link)
+
+
 class KBStore:
     """A handle on one knowledge base; ``location`` names it in messages and cache keys."""
 
@@ -70,13 +155,64 @@ class KBStore:
         self.path, self.url = (Path(path) if path else None), url
         self.location = url or str(self.path)
         self.embedder = Embedder(embed_model)
-        self.client = _client(self.path, url, create)
+        self._root = self.path.resolve() if self.path else None  # the version folder read
+        self._writing = False
+        self.client = _client(self._root, url, create)
         self._cols: dict[str, object] = {}
+        if not create and self.path is not None and not self._has_chunks():
+            raise KBError(f"the knowledge base at {self.path} is empty (left by a `kport kb` "
+                          "command that failed or was stopped, in an older kport); run "
+                          "`kport kb build` to rebuild it")
 
     @classmethod
     def from_settings(cls, settings, create: bool = False) -> KBStore:
         url = settings.chroma_url
         return cls(None if url else settings.kb_dir, url, settings.embed_model, create=create)
+
+    def _has_chunks(self) -> bool:
+        return any(c.count() for c in self.client.list_collections()
+                   if c.name.startswith(PREFIX))
+
+    def _follow(self) -> None:
+        """Open the version the link names now, if a writer elsewhere has published one."""
+        if self.path is None or self._writing or self.client is None:
+            return
+        root = self.path.resolve()
+        if root != self._root and (root / "chroma.sqlite3").is_file():
+            self._root, self.client, self._cols = root, _client(root, None, False), {}
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[KBStore]:
+        """Make the writes of the block one change: a local store is copied into a fresh
+        version folder, written there and published when the block ends without error (a
+        failure or kill leaves the previous version); a server is written in place."""
+        if self.path is None or self._writing:
+            yield self
+            return
+        link = self.path
+        link.parent.mkdir(parents=True, exist_ok=True)
+        with open(link.parent / f".{link.name}.write.lock", "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one writer at a time, for the whole change
+            current = link.resolve() if (link / "chroma.sqlite3").is_file() else None
+            stage = link.parent / f".{link.name}.v-{secrets.token_hex(6)}"
+            if current is not None:
+                shutil.copytree(current, stage, ignore=shutil.ignore_patterns(".kport.lock"))
+            else:
+                stage.mkdir()
+            saved = (self._root, self.client, self._cols)
+            self._root, self.client, self._cols, self._writing = stage, _open_new(stage), {}, True
+            try:
+                yield self
+            except BaseException:
+                self._root, self.client, self._cols = saved
+                shutil.rmtree(stage, ignore_errors=True)
+                raise
+            finally:
+                self._writing = False
+            _publish(link, stage)
+            for old in _version_dirs(link):  # abandoned stages, and versions before the last
+                if old not in (stage, current):
+                    shutil.rmtree(old, ignore_errors=True)
 
     # -- locking (local stores only; a server serialises writes itself)
     @contextlib.contextmanager
@@ -84,7 +220,7 @@ class KBStore:
         if self.path is None:
             yield
             return
-        with open(self.path / ".kport.lock", "a+") as fh:
+        with open(self._root / ".kport.lock", "a+") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
             try:
                 yield
@@ -95,6 +231,9 @@ class KBStore:
         """The chromadb collection for ``name``; KBError if it was built with another model."""
         if name not in COLLECTIONS:
             raise KBError(f"unknown collection {name!r}; one of {', '.join(COLLECTIONS)}")
+        self._follow()
+        if self.client is None:  # no store yet (create=True, before the first write)
+            return None
         if name not in self._cols:
             from chromadb.errors import NotFoundError
 
@@ -122,6 +261,8 @@ class KBStore:
 
     def revisions(self, names: list[str]) -> dict[str, str]:
         """For each collection, a token that changes whenever it is written."""
+        if not names or self.client is None:
+            return {n: "0" for n in names}
         got = self._meta().get(ids=list(names), include=["metadatas"])
         revs = {i: str(m["rev"]) for i, m in zip(got["ids"], got["metadatas"], strict=True)}
         return {n: revs.get(n, "0") for n in names}
@@ -135,8 +276,13 @@ class KBStore:
 
     def add(self, chunks: Iterable[Chunk], progress: Callable[[int], None] | None = None,
             batch: int = BATCH) -> dict[str, int]:
-        """Store ``chunks`` (same id = same content: never duplicated). Returns counts:
-        added, present (already stored)."""
+        """Store ``chunks`` (same id = same content: never duplicated), all or none (see
+        ``writing``). Returns counts: added, present (already stored)."""
+        chunks = list(chunks)
+        with self.writing():
+            return self._add(chunks, progress, batch)
+
+    def _add(self, chunks: list[Chunk], progress, batch: int) -> dict[str, int]:
         by_col: dict[str, dict[str, Chunk]] = {}
         for ch in chunks:
             by_col.setdefault(ch.collection, {})[ch.id] = ch
@@ -164,7 +310,11 @@ class KBStore:
         return counts
 
     def remove(self, source: str) -> dict[str, int]:
-        """Delete every chunk whose source is ``source``; counts per collection."""
+        """Delete every chunk whose source is ``source``, all or none; counts per collection."""
+        with self.writing():
+            return self._remove(source)
+
+    def _remove(self, source: str) -> dict[str, int]:
         out = {}
         for name in COLLECTIONS:
             col = self.collection(name)
@@ -225,48 +375,45 @@ class KBStore:
     def export(self, dest: Path) -> int:
         """Write every chunk (with its embedding) to ``dest`` as JSON lines; returns the count."""
         n = 0
-        with open(dest, "w") as fh:
-            fh.write(json.dumps({"kport_kb_export": 1, "embed_model": self.embedder.name}) + "\n")
-            for name in COLLECTIONS:
-                got = self.documents(name, include_embeddings=True)
-                for i, doc, meta, emb in zip(got["ids"], got["documents"], got["metadatas"],
-                                             got["embeddings"], strict=True):
-                    fh.write(json.dumps({"collection": name, "id": i, "text": doc,
-                                         "metadata": meta, "embedding": emb}) + "\n")
-                    n += 1
+        tmp = Path(dest).with_name(f".{Path(dest).name}.{os.getpid()}.tmp")
+        try:
+            with open(tmp, "w") as fh:
+                fh.write(json.dumps({"kport_kb_export": 1, "embed_model": self.embedder.name})
+                         + "\n")
+                for name in COLLECTIONS:
+                    got = self.documents(name, include_embeddings=True)
+                    for i, doc, meta, emb in zip(got["ids"], got["documents"], got["metadatas"],
+                                                 got["embeddings"], strict=True):
+                        fh.write(json.dumps({"collection": name, "id": i, "text": doc,
+                                             "metadata": meta, "embedding": emb}) + "\n")
+                        n += 1
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        os.replace(tmp, dest)  # a failed export leaves no half file where DEST was
         return n
 
     def import_file(self, src: Path, progress: Callable[[int], None] | None = None) -> dict:
-        """Load an export written by :meth:`export`. Embeddings are reused when the export was
-        made with this store's model, recomputed otherwise. KBError names the bad line."""
-        chunks, vectors = [], []
+        """Load an export written by :meth:`export` (read whole first: see read_export).
+        Embeddings are reused when the export was made with this store's model, recomputed
+        otherwise; all or none is imported. KBError names the bad line."""
+        return self.import_records(src, *read_export(src), progress=progress)
+
+    def import_records(self, src: Path, head: dict, chunks: list[Chunk], vectors: list,
+                       progress: Callable[[int], None] | None = None) -> dict:
+        """Write what read_export read from ``src``; counts: added, present."""
         try:
-            lines = Path(src).read_text().splitlines()
-        except (OSError, UnicodeDecodeError) as err:
-            raise KBError(f"{src}: cannot read the export ({err})") from None
-        try:
-            head = json.loads(lines[0]) if lines else {}
-        except json.JSONDecodeError:
-            head = {}
-        if not isinstance(head, dict) or "kport_kb_export" not in head:
-            raise KBError(f"{src}:1: not a kport KB export (first line must be its header; "
-                          "make one with `kport kb export`)")
-        for no, line in enumerate(lines[1:], start=2):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-                meta = dict(row["metadata"])
-                ch = Chunk(row["collection"], str(meta.pop("title", "")), row["text"], meta)
-                if ch.collection not in COLLECTIONS:
-                    raise KeyError("collection")
-            except (json.JSONDecodeError, KeyError, TypeError) as err:
-                raise KBError(f"{src}:{no}: bad record ({type(err).__name__}: {err}); every "
-                              "line needs collection, text, metadata") from None
-            chunks.append(ch)
-            vectors.append(row.get("embedding"))
+            with self.writing():
+                return self._import(chunks, vectors, head, progress)
+        except KBError:
+            raise
+        except Exception as err:  # noqa: BLE001 - chromadb refusing the data: nothing changed
+            raise KBError(f"{src}: the store refused the import ({type(err).__name__}: "
+                          f"{str(err)[:200]}); nothing was imported") from None
+
+    def _import(self, chunks: list[Chunk], vectors: list, head: dict, progress) -> dict:
         if head.get("embed_model") != self.embedder.name or None in vectors:
-            return self.add(chunks, progress)
+            return self._add(chunks, progress, BATCH)
         counts = {"added": 0, "present": 0}
         for name in COLLECTIONS:
             rows = [(c, v) for c, v in zip(chunks, vectors, strict=True) if c.collection == name]

@@ -23,13 +23,12 @@ from runners.errors import KportError
 
 def _find_case(file: Path, kernel: str, case_opt: str | None, settings, sid: str):
     """(case, how it was found, what was guessed) for ``kernel`` of ``file``."""
-    from agent.case_guess import guess_case
+    from agent.case_guess import guess_case, load_case_arg
     from agent.package import python_name
     from evals.cases import load_case
 
-    if case_opt:
-        folder = Path(case_opt).expanduser()
-        case = load_case(folder.parent if folder.name == "case.toml" else folder)
+    if case_opt:  # a case folder, its case.toml, or a package's case.guessed.toml
+        case = load_case_arg(Path(case_opt), session_dir(settings, sid) / "case-arg")
         if case.cuda.kernel.split("<")[0] != kernel.split("<")[0]:
             raise KportError(f"--case {case_opt}: that case ports {case.cuda.kernel!r}, not "
                              f"{kernel!r}")
@@ -42,7 +41,7 @@ def _find_case(file: Path, kernel: str, case_opt: str | None, settings, sid: str
             return case, f"case {case.id} (the case.toml beside the file)", []
     folder = session_dir(settings, sid) / "case" / python_name(kernel)
     case, guessed = guess_case(file, kernel, folder, sizes={})
-    return case, f"guessed case {folder / 'case.toml'} (check it; /load with --case DIR)", \
+    return case, f"guessed case {folder / 'case.toml'} (check it; /load with --case FILE)", \
         guessed
 
 
@@ -245,18 +244,22 @@ def cmd_bench(state, args, ctx, say) -> dict:
 
 
 def cmd_save(state, args, ctx, say) -> dict:
-    """/save [DIR] [--version N]: write the output package of a version (default the
-    current one) into DIR (default ./port-KERNEL): kernel.py, kernel.metal, report, test,
-    oracle. Asks before writing."""
+    """/save [DIR] [--version N] [--force]: write the output package of a version (default
+    the current one) into DIR (default ./port-KERNEL): kernel.py, kernel.metal, report, test,
+    oracle. DIR must be new, empty or a package kport wrote (--force: write into it anyway;
+    its other files are left alone). Asks before writing."""
     from agent.nodes.check import run_check
+    from agent.out_folder import check_out_folder
     from agent.package import LAYOUT, python_name
 
-    pos, opts = split_args(args, "/save [DIR] [--version N]", {"--version": True})
+    usage = "/save [DIR] [--version N] [--force]"
+    pos, opts = split_args(args, usage, {"--version": True, "--force": False})
+    if len(pos) > 1:
+        raise KportError(f"usage: {usage}")
     ver = version(state, opts.get("--version"))
     default = Path.cwd() / f"port-{python_name(state['kernel'])}"
     folder = (Path(pos[0]).expanduser() if pos else default).resolve()
-    if folder.exists() and not folder.is_dir():
-        raise KportError(f"{folder} is a file; /save needs a folder")
+    check_out_folder(folder, force=bool(opts.get("--force")), flag="/save")
     update = {}
     key = str(ver["n"])
     say(f"saving v{ver['n']} ({ver['origin']}) to {folder}")
@@ -267,9 +270,10 @@ def cmd_save(state, args, ctx, say) -> dict:
         update["checks"] = {**state.get("checks", {}), key: rec}
     files = list(LAYOUT)
     if state.get("guessed"):
-        files.append("case.toml (+ the CUDA source)")
+        files.append("case.guessed.toml (+ the CUDA source)")
     present = sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
     return {**update, "pending_write": {"dir": str(folder), "version": ver["n"], "files": files,
+                                        "force": bool(opts.get("--force")),
                                         "replaces": [n for n in present if n in files
                                                      or n.startswith("oracle_")]}}
 
@@ -317,7 +321,7 @@ COMMAND_HELP = [
     ("/rules [RULE_ID]", "concept rules that apply, or one rule in full"),
     ("/analogues", "ported kernels most like this one, from the knowledge base"),
     ("/search QUERY [--kind K]", "search the knowledge base (rules, arch, analogues, docs, fixes)"),
-    ("/save [DIR] [--version N]", "write the output package (asks first)"),
+    ("/save [DIR] [--version N] [--force]", "write the output package (asks first)"),
     ("/sessions", "list chat sessions"),
     ("/help", "this list"),
     ("/quit", "leave (the session is saved; `kport chat --resume ID`)"),

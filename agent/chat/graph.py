@@ -106,6 +106,7 @@ def write_saved(state: ChatState, plan: dict, ctx) -> list[str]:
     returns the file names written."""
     from agent.chat.state import load_case_of
     from agent.nodes.bench import measure
+    from agent.out_folder import write_folder
     from agent.package import write_package
     from agent.report import build_report, write_report
     from agent.state import Budget
@@ -126,18 +127,23 @@ def write_saved(state: ChatState, plan: dict, ctx) -> list[str]:
         best, stop = None, "the saved version is not correct: " + "; ".join(
             rec.get("feedback", [])[:2])
     guessed_dir = case.folder if state.get("guessed") else None
-    folder = Path(plan["dir"])
-    package = write_package(folder, case=case, kernel=state["kernel"], candidate=cand,
-                            guessed_case=guessed_dir)
     full = {**values, "kernel": state["kernel"], "translation": state.get("translation") or {},
             "rules": state.get("rules", []), "check": rec, "best": best, "stop_reason": stop}
-    rep = build_report(full, source=state["file"], case=case,
-                       mode="llm" if ctx.llm else "offline",
-                       llm_name=ctx.llm.name if ctx.llm else None,
-                       base_url=ctx.llm.base_url if ctx.llm else None,
-                       thread_id=port.get("thread") or ctx.session, chip=ctx.chip,
-                       budget=Budget(), guessed=state.get("guessed", []), package=package,
-                       extra_notes=notes + list(package.get("oracle_notes", [])))
-    rep["shipped"] = ver["origin"]
-    write_report(folder, rep)
+    package: dict = {}
+
+    def fill(stage: Path) -> None:  # the whole package, put in place at once
+        package.update(write_package(stage, case=case, kernel=state["kernel"], candidate=cand,
+                                     guessed_case=guessed_dir))
+        rep = build_report(full, source=state["file"], case=case,
+                           mode="llm" if ctx.llm else "offline",
+                           llm_name=ctx.llm.name if ctx.llm else None,
+                           base_url=ctx.llm.base_url if ctx.llm else None,
+                           thread_id=port.get("thread") or ctx.session, chip=ctx.chip,
+                           budget=Budget(), guessed=state.get("guessed", []), package=package,
+                           extra_notes=notes + list(package.get("oracle_notes", [])))
+        rep["shipped"] = ver["origin"]
+        write_report(stage, rep)
+
+    write_folder(Path(plan["dir"]), fill, command="kport chat /save",
+                 force=bool(plan.get("force")))
     return package["files"]

@@ -1,6 +1,6 @@
 """`kport port` end to end, offline: the output package (kernel.py's run() against the saved
-oracle, the generated pytest), a guessed case.toml, usage errors, and no API key in anything
-it writes or prints."""
+oracle, the generated pytest), a guessed case (case.guessed.toml), usage errors, and no API key
+in anything it writes or prints."""
 
 import importlib.util
 import json
@@ -108,14 +108,15 @@ def test_generated_test_kernel_passes_under_pytest(tmp_path):
     assert "3 passed" in proc.stdout
 
 
-def test_without_a_case_a_guessed_case_toml_is_written_and_loads(tmp_path, capsys):
-    from evals.cases import load_case
+def test_without_a_case_a_guessed_case_is_written_and_loads(tmp_path, capsys):
+    from agent.case_guess import load_case_arg
 
     out = tmp_path / "mysaxpy"
     src = CASES / "001_saxpy" / "kernel.cu"
     assert main(["port", str(src), "--kernel", "saxpy", "--out", str(out), "--offline",
                  "--no-kb", "--size", "n=300"]) == 0
-    case = load_case(out)
+    assert not (out / "case.toml").exists()  # never case.toml: that name may be the user's
+    case = load_case_arg(out / "case.guessed.toml", tmp_path / "scratch")
     assert case.id == "mysaxpy" and case.check.reference == "cuda"
     assert {a.name: a.role for a in case.args} == {"x": "in", "y": "inout", "a": "scalar",
                                                   "n": "scalar"}

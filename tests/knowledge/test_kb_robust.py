@@ -1,5 +1,5 @@
-"""Robustness of the store: a killed `kport kb add` leaves a store that opens and a re-run that
-completes without duplicates; readers keep working while a writer adds."""
+"""Robustness of the store: a killed `kport kb add` leaves the previous store as it was and a
+re-run that completes without duplicates; readers keep working while a writer adds."""
 
 import json
 import os
@@ -38,35 +38,38 @@ def _add(home: Path, src: Path) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True)
 
 
-def test_kill_mid_add_then_rerun_completes_without_duplicates(tmp_path):
+def test_kill_mid_add_leaves_the_previous_store_and_a_rerun_completes(tmp_path, cli):
     home = tmp_path / "home"
+    seed = tmp_path / "seed.cu"
+    seed.write_text("__global__ void seed_add(float* y) { y[threadIdx.x] += 1.0f; }\n")
+    assert cli("kb", "add", str(seed), home=home).returncode == 0
+    before = (home / "kb").resolve()
     (tmp_path / "src").mkdir()
     src = _generated_tree(tmp_path / "src")
     total = N_FILES * PER_FILE
     proc = _add(home, src)
-    seen = 0
     deadline = time.time() + 240
-    while time.time() < deadline and proc.poll() is None:
-        if (home / "kb" / "chroma.sqlite3").is_file():
-            seen = _count(home)
-            if seen >= 64:
-                break
-        time.sleep(0.3)
+    stages: list[Path] = []
+    while time.time() < deadline and proc.poll() is None and not stages:
+        stages = [p for p in home.glob(".kb.v-*") if p != before
+                  and (p / "chroma.sqlite3").is_file()]
+        time.sleep(0.05)
+    time.sleep(0.5)  # into the embedding of the new chunks
     assert proc.poll() is None, f"the add finished before it could be killed: {proc.stderr}"
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    partial = _count(home)  # the store still opens
-    assert 64 <= partial < total
+    assert (home / "kb").resolve() == before and _count(home) == 1  # the previous store, whole
     proc = _add(home, src)
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err
     counts = json.loads(out)
-    assert counts["added"] + counts["present"] == total and counts["present"] >= partial
-    assert _count(home) == total
+    assert counts["added"] == total and counts["present"] == 0
+    assert _count(home) == total + 1
     from kb.store import KBStore
 
     ids = KBStore(home / "kb").documents("analogues")["ids"]
-    assert len(ids) == len(set(ids)) == total
+    assert len(ids) == len(set(ids)) == total + 1
+    assert not any(p.exists() for p in stages)  # the killed write's folder is cleaned up
 
 
 READER = textwrap.dedent("""
