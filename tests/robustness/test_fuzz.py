@@ -161,3 +161,33 @@ def test_kport_sim_options_give_a_result_or_one_line(saxpy_source, capsys, grid,
     assert code != EXIT_BUG and "Traceback" not in out + err, (argv, err)
     if code == 2:
         assert len(err.strip().splitlines()) == 1, (argv, err)
+
+
+_size_text = st.one_of(st.just("n=1000"),
+                       st.sampled_from(["n=1024", "n=0", "n=-3", "n=lots", "n=", "=5", "n=1e3",
+                                        "n=99999999999", "m=4", "n=4=4", "n=3000000000"]),
+                       st.text(max_size=12))
+_budget_text = st.sampled_from(["nan", "inf", "-1", "0", "0.5", "abc", "30"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[
+    HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(sizes=st.lists(_size_text, max_size=2), grid=st.none() | _dims_text,
+       block=st.none() | _dims_text, wall=st.just("60") | _budget_text,
+       seeds=st.just("1") | st.sampled_from(["0", "11", "x"]))
+def test_kport_port_options_give_a_result_or_one_line(saxpy_source, tmp_path_factory, capsys,
+                                                     sizes, grid, block, wall, seeds):
+    out = tmp_path_factory.mktemp("port-out") / "pkg"
+    argv = ["port", saxpy_source, "--kernel", "saxpy", "--offline", "--no-kb", "--out",
+            str(out), "--wall", wall, "--seeds", seeds]
+    for s in sizes:
+        argv += ["--size", s]
+    argv += ["--grid", grid] if grid is not None else []
+    argv += ["--block", block] if block is not None else []
+    code = main(argv)
+    out_text, err = capsys.readouterr()
+    event(f"exit {code}")
+    assert code in (0, 1, 2), (argv, code, err)
+    assert "Traceback" not in out_text + err, (argv, err)
+    if code == 2:
+        assert len(err.strip().splitlines()) == 1, (argv, err)
