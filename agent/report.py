@@ -67,8 +67,14 @@ def build_report(state: dict, *, source: str, case, mode: str, llm_name: str | N
                    "wall_s": budget.wall_s, "optimise": budget.optimise,
                    "candidates_checked": state.get("iteration", 0)},
         "chip": chip, "guessed": guessed, "notes": list(extra_notes),
-        "package": package, "isolation": _isolation(),
+        "package": package, "isolation": _isolation(), "compiler": _compiler(),
     }
+
+
+def _compiler() -> str:
+    from evals.corpus_check import compiled_by
+
+    return compiled_by()
 
 
 def _isolation() -> str:
@@ -95,7 +101,8 @@ def report_markdown(rep: dict) -> str:
            + (" (guessed: see below)" if rep["case_guessed"] else ""),
            f"- mode: {rep['mode']}; chip for lints: {rep['chip']}; thread: `{rep['thread_id']}`",
            f"- shipped candidate: {rep['shipped']}",
-           f"- candidates ran in: {rep.get('isolation', 'not recorded')}", "",
+           f"- candidates ran in: {rep.get('isolation', 'not recorded')}",
+           f"- compiled by: {rep.get('compiler', 'not recorded')}", "",
            "## Validation", "",
            f"Oracle: {val['oracle']}; tolerances rtol={val['rtol']} atol={val['atol']}.", ""]
     out += _runs_table(val["runs"]) if val["runs"] else ["No run completed."]

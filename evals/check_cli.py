@@ -67,6 +67,7 @@ def check(case_dir: Path = typer.Argument(..., help="a corpus case folder (with 
         print(f"{case.id}: {'ACCEPTED' if verdict.accepted else 'REJECTED'} "
               f"({len(verdict.runs)} runs)")
         print(f"  isolation: {verdict.isolation}")
+        print(f"  compiled by: {verdict.compiler}")
         for r in verdict.reasons:
             print(f"  - {r}")
     raise typer.Exit(0 if verdict.accepted else 1)

@@ -15,6 +15,7 @@ import numpy as np
 
 from evals.cases import CaseError, CaseSpec, evaluate
 from runners.dtypes import DTYPES, Tensor, to_mx
+from runners.simbuild import Diagnostic
 
 
 @dataclass
@@ -180,20 +181,61 @@ def run_metal(case: CaseSpec, sizes: dict[str, int], inputs: dict):
     shapes = [tuple(int(evaluate(s, sizes, where + ".outputs")) for s in a.shape)
               for a in out_args]
     header = (case.folder / m.header).read_text() if m.header else ""
-    kernel = metal_kernel(case.id.split("_", 1)[-1], m.inputs, m.outputs,
-                          (case.folder / m.source).read_text(), header,
-                          atomic_outputs=m.atomic_outputs)
-    record = kernel.launch(
+    args = (case.id.split("_", 1)[-1], m.inputs, m.outputs,
+            (case.folder / m.source).read_text(), header)
+    launch = dict(
         inputs=tensors, output_shapes=shapes,
         output_dtypes=[getattr(mx, a.dtype) for a in out_args],
         grid=tuple(launch_dims(m.grid, sizes, where + ".grid")) + (1,) * (3 - len(m.grid)),
         threadgroup=tuple(launch_dims(m.threadgroup, sizes, where + ".threadgroup"))
         + (1,) * (3 - len(m.threadgroup)),
         template=_template(case, sizes) or None, init_value=m.init_value)
+    record = metal_kernel(*args, atomic_outputs=m.atomic_outputs).launch(**launch)
+    if record.compiled and apple_compiler():
+        record = _apple_gate(record, args, m.atomic_outputs, launch)
     outs = {}
     for a, arr in zip(out_args, record.outputs, strict=False):
         outs[a.name] = np.array(arr.view(mx.uint16)) if a.dtype == "bfloat16" else np.array(arr)
     return outs, record
+
+
+def apple_compiler() -> str:
+    """What compiles Metal here besides metal_sim: "Apple Metal compiler (MLX V, macOS V)" on
+    a Mac with Metal, else "" (then only metal_sim's MSL rules stand between a port and
+    Apple's compiler: docs/msl-rules.md lists what they catch and what they do not)."""
+    from runners import mlx_metal
+
+    if not mlx_metal.available():
+        return ""
+    import platform
+
+    import mlx.core as mx
+
+    return f"Apple Metal compiler (MLX {mx.__version__}, macOS {platform.mac_ver()[0]})"
+
+
+def compiled_by() -> str:
+    """One line for verdicts and reports: who compiled the candidates of this machine."""
+    apple = apple_compiler()
+    if apple:
+        return f"{apple}, and metal_sim (MSL rules checked; sanitizers)"
+    return ("metal_sim only (MSL rules checked: docs/msl-rules.md); not Apple's compiler, "
+            "which has the last word on a Mac")
+
+
+def _apple_gate(record, args: tuple, atomic_outputs: bool, launch: dict):
+    """On a Mac the real compiler's verdict comes before any other: a kernel it rejects is a
+    compile error whatever metal_sim said (not testable off a Mac: tests/conformance skip)."""
+    from dataclasses import replace
+
+    from runners import mlx_metal
+
+    real = mlx_metal.metal_kernel(*args, atomic_outputs=atomic_outputs).launch(**launch)
+    if real.compiled:
+        return record
+    why = [Diagnostic(d.file, d.line, d.column, d.severity, "Apple's Metal compiler: "
+                      + d.message) for d in real.diagnostics]
+    return replace(record, compiled=False, diagnostics=why + list(record.diagnostics))
 
 
 def compare(case: CaseSpec, want: dict, got: dict) -> tuple[bool, float, str]:

@@ -87,6 +87,13 @@ def versions(executor: str) -> dict:
     return out
 
 
+def compiled_by_summary() -> str:
+    """Who compiles candidates here (evals.corpus_check.compiled_by)."""
+    from evals.corpus_check import compiled_by
+
+    return compiled_by()
+
+
 def isolation_summary() -> str:
     """What the run's candidates run in; SandboxUnavailable before any worker starts when
     there is no jail and the user has not opted out (runners/sandbox.py)."""
@@ -140,6 +147,7 @@ def _start_run(out: Path, resume: bool, settings: dict, executor: str,
     else:
         run = {"started": now, "settings": settings, "versions": versions(executor)}
     run["isolation"] = isolation_summary()
+    run["compiler"] = compiled_by_summary()
     if partial:
         cut_partial_tail(out)  # the case whose line a kill cut short is redone
     return run, records

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from evals.cases import CaseError, CaseSpec
-from evals.corpus_check import compare, make_inputs, run_cuda, run_reference
+from evals.corpus_check import compare, compiled_by, make_inputs, run_cuda, run_reference
 from evals.static_checks import static_findings
 from runners.errors import KportError
 from runners.lifetime import sweep, temp_folder
@@ -49,10 +49,11 @@ class Verdict:
     reasons: list[str] = field(default_factory=list)
     runs: list[dict] = field(default_factory=list)
     isolation: str = ""  # what the candidate ran in (runners.sandbox.Isolation.summary)
+    compiler: str = ""  # what compiled it (evals.corpus_check.compiled_by)
 
     def as_json(self) -> dict:
         return {"accepted": self.accepted, "reasons": self.reasons, "runs": self.runs,
-                "isolation": self.isolation}
+                "isolation": self.isolation, "compiler": self.compiler}
 
 
 def scrubbed_env() -> dict[str, str]:
@@ -242,7 +243,7 @@ def judge(case: CaseSpec, body: str, header: str = "", *, seeds: int = 3,
     if launch is not None:
         launch = _launch_dict(launch)
     verdict = Verdict(False, [f"static {s}" for s in static_findings(body, header)],
-                      isolation=require_isolation().summary())
+                      isolation=require_isolation().summary(), compiler=compiled_by())
     if verdict.reasons:
         return verdict
     seen: dict[str, tuple[np.ndarray, np.ndarray]] = {}

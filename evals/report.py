@@ -124,7 +124,8 @@ def _header(run: Run) -> list[str]:
             f"{run.info.get('started')}, finished {run.info.get('finished', 'not yet')}",
             f"kport {v.get('kport')} ({(v.get('git_commit') or '-')[:10]}), Python "
             f"{v.get('python')}, {v.get('platform')}",
-            f"isolation: {run.info.get('isolation', 'not recorded')}"]
+            f"isolation: {run.info.get('isolation', 'not recorded')}",
+            f"compiled by: {run.info.get('compiler', 'not recorded')}"]
 
 
 def markdown(run: Run, other: Run | None = None) -> str:
