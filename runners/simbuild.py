@@ -260,7 +260,7 @@ def _store(folder: Path, name: str, data: bytes, settings: Settings,
     return path
 
 
-def _compile_jail(compiler: Compiler, scratch: Path) -> Jail:
+def compile_jail(compiler: Compiler, scratch: Path) -> Jail:
     mounts = [Mount(INCLUDE), Mount(scratch, writable=True), *map(Mount, compiler.mounts)]
     return Jail(mounts, system=compiler.system, proc=True,
                 env={**compiler.env(scratch), "HOME": str(scratch), "TMPDIR": str(scratch)})
@@ -309,7 +309,7 @@ def _jailed_build(compiler: Compiler, flags: list[str], scratch: Path, settings:
                   vetting: Vetting | None) -> tuple[bytes | None, str, bool]:
     """(library bytes or None, the log, timed out): preprocess and vet, compile, link and vet,
     each a jailed command in ``scratch``."""
-    jail, timeout = _compile_jail(compiler, scratch), settings.compile_timeout
+    jail, timeout = compile_jail(compiler, scratch), settings.compile_timeout
     limits = Limits(memory=COMPILE_MEMORY, file_size=COMPILE_FILE_BYTES,
                     cpu_seconds=int(timeout * 2) + 5)
     steps = [[*flags, "-E", "vetted.cpp", "-o", "vetted.ii"]] if vetting else []

@@ -182,8 +182,9 @@ _ALIGN = re.compile(r"(?:alignas\s*\(\s*(\d+)\s*\)|__align__\s*\(\s*(\d+)\s*\)|"
                     r"__attribute__\s*\(\s*\(\s*aligned\s*\(\s*(\d+)\s*\)\s*\)\s*\))")
 
 
-def _group_storage_decl(toks: list[Tok], word: str, scope_is_file: bool) -> str:
-    """Replacement text for one ``threadgroup``/``__shared__`` declaration statement."""
+def _group_storage_decl(toks: list[Tok], word: str, scope_is_file: bool, space: str = "") -> str:
+    """Replacement text for one ``threadgroup``/``__shared__`` declaration statement; ``space``
+    (metal_sim's address-space check) keeps the variable's address space in its type."""
     line = toks[0].line
     text = _join(toks)
     align = next((int(g) for m in _ALIGN.finditer(text) for g in m.groups() if g), 0)
@@ -213,9 +214,11 @@ def _group_storage_decl(toks: list[Tok], word: str, scope_is_file: bool) -> str:
             raise SourceError(f"line {line}: {word} array `{name}` needs a size")
         alias = f"__kp_T_{name}"
         align_arg = f"{align}" if align else f"alignof({alias})"
-        out.append(f"using {alias} = {type_}{dims}; static char __kp_site_{name}; {alias}& {name}"
-                   f" = *reinterpret_cast<{alias}*>(__kp_tg_alloc(&__kp_site_{name}, "
-                   f"sizeof({alias}), {align_arg}, \"{name}\", {line}));")
+        # a C-style cast: only it may turn kport's storage into threadgroup memory
+        cast = f"({alias}*)" if space else f"reinterpret_cast<{alias}*>"
+        out.append(f"using {alias} = {space + ' ' if space else ''}{type_}{dims}; static char "
+                   f"__kp_site_{name}; {alias}& {name} = *{cast}(__kp_tg_alloc(&__kp_site_{name}"
+                   f", sizeof({alias}), {align_arg}, \"{name}\", {line}));")
     return " ".join(out)
 
 
@@ -253,8 +256,9 @@ def _scopes(toks: list[Tok]) -> list[bool]:
     return out
 
 
-def rewrite_group_storage(src: str, word: str) -> str:
-    """Rewrite ``threadgroup``/``__shared__`` storage declarations (see module docstring)."""
+def rewrite_group_storage(src: str, word: str, space: str = "") -> str:
+    """Rewrite ``threadgroup``/``__shared__`` storage declarations (see module docstring);
+    ``space``: the address-space word their type keeps (metal_sim's check unit)."""
     toks = tokenize(src)
     file_scope = _scopes(toks)
     ed = _Editor(src)
@@ -264,7 +268,8 @@ def rewrite_group_storage(src: str, word: str) -> str:
         if span:
             first, last = span
             stmt = toks[first:last + 1]
-            ed.replace(stmt[0].start, stmt[-1].end, _group_storage_decl(stmt, word, file_scope[i]))
+            ed.replace(stmt[0].start, stmt[-1].end,
+                       _group_storage_decl(stmt, word, file_scope[i], space))
             i = last + 1
             continue
         i += 1
@@ -315,6 +320,70 @@ def strip_address_spaces(src: str) -> str:
         near = {toks[j].text for j in (i - 1, i + 1) if 0 <= j < len(toks)}
         keep = "const" if t.text == "constant" and "const" not in near else ""
         ed.replace(t.start, t.end, keep.ljust(len(t.text)))
+    return ed.result()
+
+
+def mark_address_spaces(src: str) -> str:
+    """For metal_sim's address-space check: keep the address-space words (the check unit
+    defines them as clang address spaces), give ``constant`` its ``const`` and rename the
+    ``[[threadgroup(n)]]`` attribute so the ``threadgroup`` macro leaves it alone."""
+    ed = _Editor(src)
+    toks = tokenize(src)
+    for i, t in enumerate(toks):
+        if t.text not in ADDRESS_SPACES:
+            continue
+        before = [x.text for x in toks[max(0, i - 2):i]]
+        if before[-1:] in (["[["], ["["]):
+            ed.replace(t.start, t.end, "__kp_threadgroup_attr")
+        elif before[-1:] == [")"] or before[-2:] in ([")", "const"], [")", "volatile"]):
+            # a member function's address space: plain C++ has none (metal_sim keeps no check)
+            ed.replace(t.start, t.end, " " * len(t.text))
+        elif t.text == "constant" and "const" not in {toks[j].text for j in (i - 1, i + 1)
+                                                       if 0 <= j < len(toks)}:
+            ed.replace(t.start, t.end, "constant const")
+    return ed.result()
+
+
+_CAST_WORDS = {"const", "volatile", "unsigned", "signed", "struct", "typename", "::", "<", ">",
+               ","} | ADDRESS_SPACES
+
+
+def check_pointer_casts(src: str) -> str:
+    """``(T*)e`` -> ``__kp_ascast<T*>(e)`` (metal_sim's check unit): clang lets a C-style cast
+    change a pointer's address space, MSL does not; ``__kp_ascast`` refuses that at this line.
+    ``reinterpret_cast<T*>`` becomes it too, so both casts follow one rule (the compile itself
+    still checks reinterpret_cast's other rules)."""
+    toks = tokenize(src)
+    ed = _Editor(src)
+    for i, t in enumerate(toks):
+        if t.text == "reinterpret_cast" and i + 1 < len(toks) and toks[i + 1].text == "<":
+            close = _template_id_end(toks, i + 1)  # to a pointer: the same check as (T*)e
+            if close > 0 and toks[close - 1].text == "*":
+                ed.replace(t.start, t.end, "__kp_ascast")
+            continue
+        if t.text != "(" or (i and (toks[i - 1].kind in ("identifier", "type_identifier",
+                                                          "primitive_type")
+                                    or toks[i - 1].text in ("sizeof", "alignof", "decltype",
+                                                            "operator", ")", "]"))):
+            continue
+        j = i + 1
+        while j < len(toks) and (toks[j].kind in ("identifier", "type_identifier",
+                                                   "primitive_type", "namespace_identifier",
+                                                   "number_literal")
+                                 or toks[j].text in _CAST_WORDS):
+            j += 1
+        stars = j
+        while j < len(toks) and toks[j].text in {"*", "const", "volatile"} | ADDRESS_SPACES:
+            j += 1
+        if stars == i + 1 or j == stars or toks[stars].text != "*" or j >= len(toks) or \
+                toks[j].text != ")" or toks[j - 1].text not in ("*", "const", "volatile"):
+            continue
+        end = _operand_end(toks, j + 1)
+        if end <= j + 1:
+            continue
+        target = ed.data[toks[i + 1].start:toks[j - 1].end].decode()
+        ed.replace(t.start, toks[j].end, f"__kp_ascast<{target}>(")
+        ed.replace(toks[end - 1].end, toks[end - 1].end, ")")
     return ed.result()
 
 

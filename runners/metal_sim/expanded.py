@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from runners.cpplex import Token, lex
+from runners.metal_sim import spaces
 from runners.metal_sim.allowlist import (
     RULES_FILE,
     Problem,
@@ -25,7 +26,8 @@ from runners.metal_sim.allowlist import (
     pragma_problems,
     rules,
 )
-from runners.simbuild import Vetting
+from runners.settings import Settings, load_settings
+from runners.simbuild import Diagnostic, Vetting
 
 
 @functools.lru_cache(maxsize=1)
@@ -33,6 +35,8 @@ def digest() -> str:
     """Changes whenever the rules or the checks change (part of the build cache key)."""
     here = Path(__file__).parent
     return hashlib.sha256(RULES_FILE.read_bytes() + (here / "allowlist.py").read_bytes()
+                          + (here / "spaces.py").read_bytes()
+                          + (here.parent / "srcrewrite.py").read_bytes()
                           + Path(__file__).read_bytes()).hexdigest()
 
 
@@ -285,6 +289,18 @@ def import_problems(library: bytes, file: str) -> list[Problem]:
                     "kernels may call only Metal's functions") for n in bad]
 
 
+def space_problems(preprocessed: str, files: set[str]) -> list[Diagnostic]:
+    """Pointer and reference types the candidate's preprocessed text writes without an
+    address space (spaces.missing_space_problems; MLX's signature always has them)."""
+    runs, _ = candidate_runs(preprocessed, files)
+    toks = [[replace(t, line=numbers[t.line - 1]) for t in lex(text)[0]]
+            for _, numbers, text in runs]
+    types, _ = spaces._declared_types([t for run in toks for t in run])
+    return [Diagnostic(p.file, p.line, 1, "error", p.message)
+            for (file, _, _), run in zip(runs, toks, strict=True)
+            for p in spaces.missing_space_problems(run, file, types)]
+
+
 def vetting(files: set[str], main: str, tu: str) -> Vetting:
     """The checks a metal_sim build runs: on ``tu`` preprocessed (the parts from ``files``:
     the candidate's text as written, before the simulator's own rewrites) and on the linked
@@ -294,3 +310,18 @@ def vetting(files: set[str], main: str, tu: str) -> Vetting:
                    lambda lib: [p.diagnostic() for p in import_problems(lib, main)])
 
 
+def with_address_spaces(base: Vetting, files: set[str], check_unit: str,
+                        settings: Settings | None = None) -> Vetting:
+    """``base`` plus MSL's address-space rules (spaces.py), run when ``base``'s pass over the
+    preprocessed text finds nothing: the written types on that text, then ``check_unit``."""
+    def preprocessed(text: str) -> list[Diagnostic]:
+        found = base.preprocessed(text)
+        if found:
+            return found
+        found = space_problems(text, files)
+        seen = {(d.file, d.line) for d in found}
+        checked = spaces.run_check(check_unit, set(files) | {_SIGNATURE},
+                                   settings or load_settings())
+        return found + [d for d in checked if (d.file, d.line) not in seen]
+
+    return replace(base, preprocessed=preprocessed)

@@ -16,7 +16,7 @@ import numpy as np
 
 from runners import limits, srcrewrite
 from runners.dtypes import DTYPES, Tensor, dtype_name, poison, to_mx, to_tensor
-from runners.metal_sim import allowlist, codegen, expanded
+from runners.metal_sim import allowlist, codegen, expanded, spaces
 from runners.settings import load_settings
 from runners.simbuild import build_kernel, kernel_tail
 from runners.simfaults import CompileError, KernelFault
@@ -117,10 +117,11 @@ class MetalKernel:
                                          self.atomic_outputs)
         return func, text, params
 
-    def _translation_units(self, inputs, out_types, template) -> tuple[str, str]:
+    def _translation_units(self, inputs, out_types, template) -> tuple[str, str, str]:
         """(the TU to compile, the TU the allow-list vets: the candidate's text as written,
         before the simulator's rewrites, its header ended by a newline so that no line holds
-        both the header and MLX's signature), both with `#include <metal_*>` lines blanked."""
+        both the header and MLX's signature, and the address-space check unit: spaces.py),
+        all with `#include <metal_*>` lines blanked."""
         header, source = allowlist.blank_includes(self.header), allowlist.blank_includes(
             self.source)
         func = codegen.kernel_name(self.name, template, inputs, out_types)
@@ -142,9 +143,16 @@ class MetalKernel:
         tu = (_TU_HEAD + codegen.ATTRIBUTE_HELPERS + body + "\n" + undefs
               + kernel_tail("metal", bool(_SYNC.search(self.header + self.source)), "",
                             _entry_body(func, template, params, attributes)))
+        instance = ""
+        if template:  # the check instantiates the kernel's body
+            full = func + codegen.template_string(template)
+            instance = f'#line 1 "kport-entry"\ntemplate decltype({full}) {full};\n'
+        check = (spaces.CHECK_DEFINE + _TU_HEAD + spaces.CHECK_HEAD + _line_directives(
+            text, spaces.check_text(text), header, source, sig_end) + "\n" + instance)
         vet_header = header + "\n" if header and not header.endswith("\n") else header
         text, _, sig_end = generate(vet_header)
-        return tu, _TU_HEAD + _line_directives(text, text, vet_header, source, sig_end) + "\n"
+        return (tu, _TU_HEAD + _line_directives(text, text, vet_header, source, sig_end) + "\n",
+                check)
 
     def _source_problems(self) -> list:
         found = (allowlist.source_problems(self.header, "header.metal")
@@ -195,9 +203,11 @@ class MetalKernel:
         if problems:  # refused before anything is compiled
             return SimRun(False, diagnostics=[p.diagnostic() for p in problems], source=shown)
         settings = load_settings()
-        tu, vetted = self._translation_units(tensors, out_types, template)
+        tu, vetted, check = self._translation_units(tensors, out_types, template)
         build = build_kernel(tu, checked=settings.sim_checks == "full", settings=settings,
-                             vetting=expanded.vetting(_CANDIDATE_FILES, "source.metal", vetted))
+                             vetting=expanded.with_address_spaces(
+                                 expanded.vetting(_CANDIDATE_FILES, "source.metal", vetted),
+                                 _CANDIDATE_FILES, check, settings))
         if not build.ok:
             return SimRun(False, diagnostics=build.diagnostics, source=shown, build=build)
         outputs = [poison(tuple(s), n, init_value) for s, n in zip(output_shapes, out_names,

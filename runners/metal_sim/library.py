@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from runners import srcrewrite
-from runners.metal_sim import allowlist, expanded
+from runners.metal_sim import allowlist, expanded, spaces
 from runners.metal_sim.codegen import ATTRIBUTE_HELPERS, ATTRIBUTE_VALUES, ATTRIBUTES
 from runners.metal_sim.kernel import _SYNC, THREADGROUP_MEMORY
 from runners.settings import load_settings
@@ -148,8 +148,10 @@ class MetalFunction:
         checked = settings.sim_checks == "full"
         lib = self.library
         build = build_kernel(lib.translation_unit() + self._entry(), checked=checked,
-                             settings=settings, vetting=expanded.vetting(
-                                 {lib.filename}, lib.filename, lib.vetted_unit()))
+                             settings=settings, vetting=expanded.with_address_spaces(
+                                 expanded.vetting({lib.filename}, lib.filename,
+                                                  lib.vetted_unit()),
+                                 {lib.filename}, lib.check_unit(), settings))
         if not build.ok:
             return MetalRun(False, diagnostics=build.diagnostics, build=build)
         spec = LaunchSpec(groups=groups, threadgroup=tg, grid_threads=threads,
@@ -194,6 +196,15 @@ class MetalLibrary:
         undefs = "".join(f"#undef {n}\n" for n in allowlist.macro_names(self.source))
         return (_HEAD + ATTRIBUTE_HELPERS + f'#line 1 "{self.filename}"\n{code}\n'
                 + '#line 1 "kport-entry"\n' + undefs)
+
+    def check_unit(self) -> str:
+        """The address-space check unit (spaces.py): explicit instantiations kept, without
+        their Metal attributes, so template kernels are checked as instantiated."""
+        code = _INSTANTIATION.sub(lambda m: re.sub(r"\[\[.*?\]\]|\bkernel\b", "", m[0]),
+                                  allowlist.blank_includes(self.source))
+        code = re.sub(r"\bkernel\b(?=\s+void)", "      ", spaces.check_text(code))
+        return (spaces.CHECK_DEFINE + _HEAD + spaces.CHECK_HEAD
+                + f'#line 1 "{self.filename}"\n{code}\n')
 
     def vetted_unit(self) -> str:
         """The source as written, for the allow-list's preprocessed pass."""

@@ -3,6 +3,18 @@
 // `using namespace metal;` themselves, or get it from mlx_prelude.h). The shim's helpers are in __kp.
 #pragma once
 #pragma clang system_header
+// The address spaces of the shim's own pointer parameters, as MSL declares them: clang address
+// spaces in metal_sim's address-space check unit (runners/metal_sim/spaces.py), nothing in the
+// code that runs (its sanitizer hooks see only address space 0).
+#ifdef __KP_ADDRESS_SPACES
+#define __KP_DEVICE __attribute__((address_space(1)))
+#define __KP_CONSTANT __attribute__((address_space(2)))
+#define __KP_THREADGROUP __attribute__((address_space(3)))
+#else
+#define __KP_DEVICE
+#define __KP_CONSTANT
+#define __KP_THREADGROUP
+#endif
 #include "metal/types.h"
 #include "metal/packed.h"
 #include "metal/convert.h"

@@ -161,7 +161,8 @@ struct Limits<complex_t<T>> {
 // Memory offset of row-major element number `elem` of an array with `shape` and `strides`
 // (in elements), computed in IdxT (the type of elem unless given).
 template <typename IdxT = int64_t>
-METAL_FUNC IdxT elem_to_loc(IdxT elem, const int* shape, const int64_t* strides, int ndim) {
+METAL_FUNC IdxT elem_to_loc(IdxT elem, __KP_CONSTANT const int* shape,
+                            __KP_CONSTANT const int64_t* strides, int ndim) {
   IdxT loc = 0;
   for (int d = ndim - 1; d >= 0 && elem > 0; --d) {
     loc += IdxT(elem % shape[d]) * IdxT(strides[d]);
@@ -171,7 +172,8 @@ METAL_FUNC IdxT elem_to_loc(IdxT elem, const int* shape, const int64_t* strides,
 }
 // Grid form: x indexes the last dimension, y the one before, z all the leading ones.
 template <typename IdxT = int64_t>
-METAL_FUNC IdxT elem_to_loc(uint3 elem, const int* shape, const int64_t* strides, int ndim) {
+METAL_FUNC IdxT elem_to_loc(uint3 elem, __KP_CONSTANT const int* shape,
+                            __KP_CONSTANT const int64_t* strides, int ndim) {
   IdxT loc = elem.x * IdxT(strides[ndim - 1]) + elem.y * IdxT(strides[ndim - 2]);
   for (int d = ndim - 3; d >= 0; --d) {
     loc += (elem.z % shape[d]) * IdxT(strides[d]);
@@ -180,21 +182,22 @@ METAL_FUNC IdxT elem_to_loc(uint3 elem, const int* shape, const int64_t* strides
   return loc;
 }
 template <typename IdxT = int64_t>
-METAL_FUNC IdxT elem_to_loc_1(uint elem, const int64_t& stride) {
+METAL_FUNC IdxT elem_to_loc_1(uint elem, __KP_CONSTANT const int64_t& stride) {
   return elem * IdxT(stride);
 }
 template <typename IdxT = int64_t>
-METAL_FUNC IdxT elem_to_loc_2(uint2 elem, const int64_t strides[2]) {
+METAL_FUNC IdxT elem_to_loc_2(uint2 elem, __KP_CONSTANT const int64_t strides[2]) {
   return elem.x * IdxT(strides[1]) + elem.y * IdxT(strides[0]);
 }
 template <typename IdxT = int64_t>
-METAL_FUNC IdxT elem_to_loc_3(uint3 elem, const int64_t strides[3]) {
+METAL_FUNC IdxT elem_to_loc_3(uint3 elem, __KP_CONSTANT const int64_t strides[3]) {
   return elem.x * IdxT(strides[2]) + elem.y * IdxT(strides[1]) + elem.z * IdxT(strides[0]);
 }
 // The grid form for two and three arrays of one shape with their own strides.
 template <typename IdxT = int64_t>
-METAL_FUNC vec<IdxT, 2> elem_to_loc_2_nd(uint3 elem, const int* shape, const int64_t* a_strides,
-                                         const int64_t* b_strides, int ndim) {
+METAL_FUNC vec<IdxT, 2> elem_to_loc_2_nd(uint3 elem, __KP_CONSTANT const int* shape,
+                                         __KP_CONSTANT const int64_t* a_strides,
+                                         __KP_CONSTANT const int64_t* b_strides, int ndim) {
   vec<IdxT, 2> loc = {
       IdxT(elem.x * IdxT(a_strides[ndim - 1]) + IdxT(elem.y) * IdxT(a_strides[ndim - 2])),
       IdxT(elem.x * IdxT(b_strides[ndim - 1]) + elem.y * IdxT(b_strides[ndim - 2]))};
@@ -207,8 +210,10 @@ METAL_FUNC vec<IdxT, 2> elem_to_loc_2_nd(uint3 elem, const int* shape, const int
   return loc;
 }
 template <typename IdxT = int64_t>
-METAL_FUNC vec<IdxT, 3> elem_to_loc_3_nd(uint3 elem, const int* shape, const int64_t* a_strides,
-                                         const int64_t* b_strides, const int64_t* c_strides,
+METAL_FUNC vec<IdxT, 3> elem_to_loc_3_nd(uint3 elem, __KP_CONSTANT const int* shape,
+                                         __KP_CONSTANT const int64_t* a_strides,
+                                         __KP_CONSTANT const int64_t* b_strides,
+                                         __KP_CONSTANT const int64_t* c_strides,
                                          int ndim) {
   vec<IdxT, 3> loc = {
       IdxT(elem.x * IdxT(a_strides[ndim - 1])) + IdxT(elem.y * IdxT(a_strides[ndim - 2])),

@@ -50,9 +50,14 @@ __KP_INLINE constexpr int order(metal::memory_order mo) {
   }
 }
 // An atomic's storage; the cast drops volatile (Metal's signatures take volatile pointers).
-template <class T>
-__KP_INLINE T* storage(const volatile metal::atomic<T>* obj) {
-  return const_cast<T*>(&obj->__kp_value);
+// The atomic functions take `A*` for A = atomic<T> in any address space (MSL allows device
+// and threadgroup atomics; metal_sim's address-space check gives the pointers clang address
+// spaces): T is the declared type of the value, whatever the object's space.
+template <class A>
+using atomic_value_t = decltype(static_cast<A*>(nullptr)->__kp_value);
+template <class A, class T = atomic_value_t<A>>
+__KP_INLINE T* storage(const volatile A* obj) {
+  return (T*)&obj->__kp_value;  // a C-style cast may drop the address space
 }
 __KP_INLINE void check(const void* p, size_t n, int is_write, site s) {
 #ifdef __KP_INSTRUMENTED
@@ -71,9 +76,8 @@ template <class T>
 inline constexpr bool minmax_atomic = int_or_uint<T> || is_same_v<T, ulong>;
 
 // Read-modify-write by CAS (float add/sub, and everything via one path for readability).
-template <class T, class F>
-__KP_NOSAN __KP_INLINE T rmw(const volatile metal::atomic<T>* obj, metal::memory_order mo, site s,
-                         F f) {
+template <class A, class F, class T = atomic_value_t<A>>
+__KP_NOSAN __KP_INLINE T rmw(const volatile A* obj, metal::memory_order mo, site s, F f) {
   T* p = storage(obj);
   check(p, sizeof(T), 1, s);
   T old;
@@ -88,8 +92,8 @@ __KP_NOSAN __KP_INLINE T rmw(const volatile metal::atomic<T>* obj, metal::memory
 
 namespace metal {
 
-template <class T>
-__KP_NOSAN __KP_INLINE T atomic_load_explicit(const volatile atomic<T>* obj, memory_order mo,
+template <class A, class T = __kp::atomic_value_t<A>>
+__KP_NOSAN __KP_INLINE T atomic_load_explicit(const volatile A* obj, memory_order mo,
                                           __kp::site s = __KP_HERE) {
   T* p = __kp::storage(obj);
   __kp::check(p, sizeof(T), 0, s);
@@ -97,15 +101,15 @@ __KP_NOSAN __KP_INLINE T atomic_load_explicit(const volatile atomic<T>* obj, mem
   __atomic_load(p, &v, __kp::order(mo));
   return v;
 }
-template <class T>
-__KP_NOSAN __KP_INLINE void atomic_store_explicit(volatile atomic<T>* obj, __kp::nodeduce_t<T> desired,
+template <class A, class T = __kp::atomic_value_t<A>>
+__KP_NOSAN __KP_INLINE void atomic_store_explicit(volatile A* obj, __kp::nodeduce_t<T> desired,
                                               memory_order mo, __kp::site s = __KP_HERE) {
   T* p = __kp::storage(obj);
   __kp::check(p, sizeof(T), 1, s);
   __atomic_store(p, &desired, __kp::order(mo));
 }
-template <class T>
-__KP_NOSAN __KP_INLINE T atomic_exchange_explicit(volatile atomic<T>* obj, __kp::nodeduce_t<T> desired,
+template <class A, class T = __kp::atomic_value_t<A>>
+__KP_NOSAN __KP_INLINE T atomic_exchange_explicit(volatile A* obj, __kp::nodeduce_t<T> desired,
                                               memory_order mo, __kp::site s = __KP_HERE) {
   static_assert(!__kp::is_same_v<T, ulong>, "atomic_ulong supports only load/store/min/max");
   T* p = __kp::storage(obj);
@@ -118,9 +122,9 @@ __KP_NOSAN __KP_INLINE T atomic_exchange_explicit(volatile atomic<T>* obj, __kp:
 // Float compares by value, not bits: -0 matches +0, and a NaN never matches, so a CAS loop over
 // memory that holds NaN spins (MLX's atomic.h breaks out of it). unconfirmed: Apple's exact
 // compare, inferred from MLX's workaround comment.
-template <class T>
+template <class A, class T = __kp::atomic_value_t<A>>
 __KP_NOSAN __KP_INLINE bool atomic_compare_exchange_weak_explicit(
-    volatile atomic<T>* obj, __kp::nodeduce_t<T>* expected, __kp::nodeduce_t<T> desired,
+    volatile A* obj, __kp::nodeduce_t<T>* expected, __kp::nodeduce_t<T> desired,
     memory_order success, memory_order failure, __kp::site s = __KP_HERE) {
   static_assert(!__kp::is_same_v<T, ulong>, "atomic_ulong supports only load/store/min/max");
   T* p = __kp::storage(obj);
@@ -144,8 +148,8 @@ __KP_NOSAN __KP_INLINE bool atomic_compare_exchange_weak_explicit(
 
 // Integer add/sub wrap (computed unsigned); float add/sub is a CAS loop.
 #define __KP_ATOMIC_FETCH(name, allowed, msg, ...)                                         \
-  template <class T>                                                                     \
-  __KP_NOSAN __KP_INLINE T name(volatile atomic<T>* obj, __kp::nodeduce_t<T> operand,          \
+  template <class A, class T = __kp::atomic_value_t<A>>                                  \
+  __KP_NOSAN __KP_INLINE T name(volatile A* obj, __kp::nodeduce_t<T> operand,                \
                             memory_order mo, __kp::site s = __KP_HERE) {                     \
     static_assert(__kp::allowed<T>, #name ": " msg);                                           \
     return __kp::rmw(obj, mo, s, [operand](T old) { return T(__VA_ARGS__); });             \

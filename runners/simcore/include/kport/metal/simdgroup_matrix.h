@@ -89,6 +89,18 @@ __KP_INLINE void simdgroup_store(const simdgroup_matrix<T, C, R>& a, __kp::noded
     dst[__kp::sg_offset(c.row, c.col + k, elements_per_row, matrix_origin, transpose_matrix)] =
         a.__kp_elems[k];
 }
+#ifdef __KP_ADDRESS_SPACES  // the check unit type-checks calls only: declarations suffice
+#define __KP_SG_SPACE(S)                                                                       \
+  template <class T, int C, int R>                                                             \
+  void simdgroup_load(simdgroup_matrix<T, C, R>& d, const S __kp::nodeduce_t<T>* src,          \
+                      ulong = C, ulong2 = ulong2(0), bool = false);                            \
+  template <class T, int C, int R>                                                             \
+  void simdgroup_store(const simdgroup_matrix<T, C, R>& a, S __kp::nodeduce_t<T>* dst,         \
+                       ulong = C, ulong2 = ulong2(0), bool = false);
+__KP_SG_SPACE(__KP_DEVICE)
+__KP_SG_SPACE(__KP_THREADGROUP)
+#undef __KP_SG_SPACE
+#endif
 
 }  // namespace metal
 
