@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from agent.translate.analyze import KernelInfo, TranslateError, analyze_kernel
-from agent.translate.emit import ATTRIBUTES, HELPERS, Context, Emitter
+from agent.translate.emit import _SCALAR_KIND, ATTRIBUTES, HELPERS, Context, Emitter
 from kb.concepts import load_rules
 from kb.rewrites import load_rewrites
 
@@ -102,6 +102,15 @@ def _program_scope_constant(node, text: str) -> bool:
     return "constant" not in words and bool(words & {"const", "constexpr"})
 
 
+def _element(ctype: str, table) -> str:
+    """A pointer parameter's element type in Metal's spelling (``__half`` -> ``half``)."""
+    words = [w for w in ctype.replace("*", " ").split() if w not in ("const", "__restrict__",
+                                                                     "volatile")]
+    name = " ".join(words)
+    rewrite = table.idents.get(name)
+    return rewrite.to if rewrite else name
+
+
 def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = None,
                      grid: list | None = None, block: list | None = None,
                      shared_mem: str | int = 0, where: str = "<source>",
@@ -123,6 +132,9 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
     ctx.ref_params = {fn: set(ix) for fn, ix in info.ref_params.items()}
     ctx.readonly = {p.name for p in info.params
                     if p.pointer and info.roles.get(p.name) in ("in", "scalar")}
+    ctx.input_kinds = {p.name: _SCALAR_KIND[kind] for p in info.params
+                       if p.pointer and info.roles.get(p.name) in ("in", "inout", "scalar")
+                       and (kind := _element(p.type, table)) in _SCALAR_KIND}
     ctx.constructs = {k: v for k, v in ctx.constructs.items() if k not in info.local_names}
     ctx.extra_params = {fn: list(attrs) for fn, attrs in info.attribute_params.items()}
     ctx.tg_params = {fn: set(ix) for fn, ix in info.threadgroup_params.items()}

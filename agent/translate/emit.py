@@ -45,6 +45,23 @@ inline T kport_atomic_cas(P p, T cmp, T val) {
   }
   return expected;
 }"""}
+# N elements of any pointer's memory as one vector: an MLX input of fewer than 8 elements is
+# `const constant T*`, where a cast to a `const device` vector pointer does not compile.
+HELPERS["kport_vload"] = """// N elements from p as one vector V (p: any address space)
+template <typename V, int N, typename P>
+inline V kport_vload(P p, long i) {
+  V v;
+  for (int k = 0; k < N; ++k) v[k] = p[N * i + k];
+  return v;
+}"""
+# Scalar spellings (CUDA or Metal) -> one name per element type, to tell whether a vector of
+# them views an array element by element.
+_SCALAR_KIND = {"float": "f32", "half": "f16", "__half": "f16", "bfloat": "bf16",
+                "bfloat16_t": "bf16", "__nv_bfloat16": "bf16", "uchar": "u8", "uint8_t": "u8",
+                "unsigned char": "u8", "char": "i8", "int8_t": "i8", "signed char": "i8",
+                "int": "i32", "int32_t": "i32", "uint": "u32", "uint32_t": "u32",
+                "unsigned int": "u32", "unsigned": "u32", "short": "i16", "int16_t": "i16",
+                "ushort": "u16", "uint16_t": "u16"}
 _NAMES = {"identifier", "type_identifier", "primitive_type", "field_identifier",
           "namespace_identifier"}
 
@@ -62,6 +79,9 @@ class Context:
     inout: dict[str, int] = field(default_factory=dict)  # inout arg -> byte of its first write
     aliases: dict[str, str] = field(default_factory=dict)  # local pointer -> the inout it views
     readonly: set[str] = field(default_factory=set)  # names of const device pointers (inputs)
+    # pointers into MLX inputs (maybe `constant`) -> the kind of their elements (_SCALAR_KIND)
+    input_kinds: dict[str, str] = field(default_factory=dict)
+    views: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # name -> (base, V, N)
     split_params: dict[str, set[int]] = field(default_factory=dict)  # fn -> in-place params
     ref_params: dict[str, set[int]] = field(default_factory=dict)  # fn -> non-const refs
     extra_params: dict[str, list[str]] = field(default_factory=dict)  # fn -> attribute params
@@ -88,6 +108,11 @@ class Emitter:
             return special
         if node.child_count == 0:
             return self._leaf(node)
+        return self._children(node)
+
+    def _children(self, node: Node) -> str:
+        """``node`` as Metal with no structural rule for the node itself: its children each
+        emitted, the text between them kept."""
         out, pos = [], node.start_byte
         for c in node.children:
             out.append(self.data[pos:c.start_byte].decode(errors="replace"))
@@ -140,7 +165,17 @@ class Emitter:
             temps = self._ref_temps(node.named_children[0])
             if temps is not None:
                 return temps
+        if t in ("subscript_expression", "pointer_expression"):
+            got = self._vector_read(node)
+            if got is not None:
+                return got
         if t == "call_expression":
+            fn = node.child_by_field_name("function")
+            if fn is not None and self.text(fn) == "__ldg" and len(self._args(node)) == 1:
+                got = self._vector_read(node)
+                if got is not None:
+                    self._mapped("__ldg", "memory.ldg")
+                    return got
             return self._call(node)
         if t == "assignment_expression":
             return self._assignment(node)
@@ -348,17 +383,37 @@ class Emitter:
         if node.type == "declaration" and "__shared__" in text and \
                 self._declared(node) & self.ctx.atomic:
             return self._shared_atomic(node)
+        if node.type == "parameter_declaration" and not self.in_kernel and \
+                _declares_reference(node) and not _has_space(self.text(node)):
+            # helper references are bound to thread-local values (device ones go through
+            # temporaries: _ref_temps)
+            return self._with_space_keep_const(node, "thread")
         if node.type == "field_declaration" or not _declares_pointer(node):
             return None
         if node.type == "declaration" and self._declared(node) & set(self.ctx.aliases):
             return self._alias_declaration(node)
+        if node.type == "declaration":
+            got = self._input_view_declaration(node)
+            if got is not None:
+                return got
         if node.type == "parameter_declaration" and not self.in_kernel:
             fn = self._enclosing_fn(node) or ""
             if self._param_index(node) in self.ctx.split_params.get(fn, set()):
                 return self._read_write_twins(node, self._declared(node), ", ")
         space = self._space_for(node)
         if space is None:
+            if node.type == "declaration" and any(c.type == "init_declarator"
+                                                  for c in node.named_children):
+                # a pointer whose memory the translator cannot trace: say so, never guess
+                rule = "memory.pointer_params_address_space"
+                self.ctx.todo["pointer address space"] += 1
+                self.ctx.todos.append((rule, "pointer address space", node.start_point[0] + 1))
+                return (f"{self._children(node)} /* KPORT-TODO({rule}): which memory does it "
+                        "point into? write device, threadgroup or thread */")
             return None
+        if node.type == "declaration":  # what it points into, for pointers derived from it
+            (self.ctx.shared if space == "threadgroup" else self.ctx.device_ptrs).update(
+                self._declared(node))
         out, pos, done = [], node.start_byte, False
         for c in node.children:
             out.append(self.data[pos:c.start_byte].decode(errors="replace"))
@@ -464,6 +519,116 @@ class Emitter:
         out.append(self.data[pos:node.end_byte].decode(errors="replace"))
         return "".join(out).strip()
 
+    def _pointer_cast(self, node: Node) -> tuple[Node, Node] | None:
+        """(target type, operand) when ``node`` (parentheses aside) casts to a pointer:
+        ``(const float4*)x`` or ``reinterpret_cast<const float4*>(x)``."""
+        while node.type == "parenthesized_expression" and node.named_children:
+            node = node.named_children[0]
+        if node.type == "cast_expression":
+            target, operand = node.child_by_field_name("type"), node.child_by_field_name("value")
+        elif node.type == "call_expression":
+            fn, args = node.child_by_field_name("function"), self._args(node)
+            if fn is None or fn.type != "template_function" or len(args) != 1 or \
+                    self.text(fn.child_by_field_name("name")) != "reinterpret_cast":
+                return None
+            targs = fn.child_by_field_name("arguments")
+            target = next((c for c in targs.named_children if c.type == "type_descriptor"),
+                          None) if targs is not None else None
+            operand = args[0]
+        else:
+            return None
+        if target is None or operand is None or not _declares_pointer(target):
+            return None
+        return target, operand
+
+    def _input_vector(self, target: Node, operand: Node) -> tuple[str, int] | None:
+        """(V, N) when the cast views an MLX input's elements as vectors V of N of them."""
+        root = root_name(operand, self.data)
+        kind = self.ctx.input_kinds.get(root or "")
+        spelled = self.emit(target.child_by_field_name("type")).strip()
+        found = re.fullmatch(r"([a-z_]+?)([234])", spelled)
+        if kind is None or found is None or _SCALAR_KIND.get(found.group(1)) != kind:
+            return None
+        return spelled, int(found.group(2))
+
+    def _vector_read(self, node: Node) -> str | None:
+        """``cast(x)[i]``, ``view[i]``, ``*(view + i)``, ``*view`` reading an input as vectors
+        -> ``kport_vload<V, N>(x, i)``: valid whichever space MLX gives the input."""
+        parent = node.parent
+        if parent is not None and (parent.type == "update_expression" or (
+                parent.type == "assignment_expression" and
+                parent.child_by_field_name("left") == node)):
+            return None  # a write: outputs are device memory, their casts stay
+        if node.type == "subscript_expression":
+            base, index = node.child_by_field_name("argument"), node.child_by_field_name("indices")
+            if base is None or index is None or len(index.named_children) != 1:
+                return None
+            index_text = self.emit(index.named_children[0])
+        elif node.type == "call_expression" or (self.text(node).startswith("*") and
+                                                node.child_by_field_name("argument")):
+            # *p, *(p + i), and __ldg(p + i), CUDA's read-only load of the same
+            base, index_text = (self._args(node)[0] if node.type == "call_expression" else
+                                node.child_by_field_name("argument")), "0"
+            while base.type == "parenthesized_expression" and base.named_children:
+                base = base.named_children[0]
+            if base.type == "binary_expression" and \
+                    self.text(base.child_by_field_name("operator")) == "+":
+                index_text = self.emit(base.child_by_field_name("right"))
+                base = base.child_by_field_name("left")
+        else:
+            return None
+        if base.type == "identifier" and self.text(base) in self.ctx.views:
+            pointer, vec, n = self.ctx.views[self.text(base)]
+        else:
+            cast = self._pointer_cast(base)
+            got = self._input_vector(*cast) if cast else None
+            if got is None:
+                return None
+            (vec, n), pointer = got, self.emit(cast[1])
+        self.ctx.helpers.add("kport_vload")
+        self._mapped("reinterpret_cast", "memory.vector_cast_device")
+        return f"kport_vload<{vec}, {n}>({pointer}, {index_text})"
+
+    def _input_view_declaration(self, node: Node) -> str | None:
+        """``const V* v = cast(x);`` over an input: no pointer (it could not keep the input's
+        space); reads of ``v`` become kport_vload calls. A pointer derived from an input
+        without a cast is ``auto``: it takes the input's space, device or constant."""
+        inits = [c for c in node.named_children if c.type == "init_declarator"]
+        if len(inits) != 1 or (value := inits[0].child_by_field_name("value")) is None:
+            return None
+        names = self._declared(node)
+        cast = self._pointer_cast(value)
+        if cast is not None:
+            got = self._input_vector(*cast)
+            if got is None or not _declares_pointer(node):
+                return None
+            self.ctx.views[next(iter(names))] = (self.emit(cast[1]), *got)
+            return f"// {self.text(node).strip()}  (reads: kport_vload)"
+        root = root_name(value, self.data)
+        if root not in self.ctx.input_kinds or "_cast" in self.text(value) or \
+                not _declares_pointer(node) or "[" in self.text(inits[0].child_by_field_name(
+                    "declarator")):
+            return None
+        for name in names:
+            self.ctx.input_kinds[name] = self.ctx.input_kinds[root]
+            self.ctx.device_ptrs.add(name)
+        return f"auto {next(iter(names))} = {self.emit(value)};"
+
+    def _with_space_keep_const(self, node: Node, space: str) -> str:
+        """The declaration with ``space`` before its type (a ``const`` stays where it is)."""
+        out, pos, done = [], node.start_byte, False
+        for c in node.children:
+            out.append(self.data[pos:c.start_byte].decode(errors="replace"))
+            piece = self.emit(c)
+            if not done and c.type in ("primitive_type", "type_identifier",
+                                       "sized_type_specifier", "template_type",
+                                       "qualified_identifier"):
+                piece, done = f"{space} {piece}", True
+            out.append(piece)
+            pos = c.end_byte
+        out.append(self.data[pos:node.end_byte].decode(errors="replace"))
+        return "".join(out)
+
     def _enclosing_fn(self, node: Node) -> str | None:
         p = node.parent
         while p is not None and p.type != "function_declarator":
@@ -504,6 +669,15 @@ def _declares_pointer(node: Node) -> bool:
         if d is not None and d.type in ("pointer_declarator", "abstract_pointer_declarator"):
             return True
     return False
+
+
+def _declares_reference(node: Node) -> bool:
+    """Is this parameter a reference (``float& v``, ``const int &i``)?"""
+    return any(c.type == "reference_declarator" for c in node.children)
+
+
+def _has_space(text: str) -> bool:
+    return any(s in text.split() for s in ("device", "threadgroup", "constant", "thread"))
 
 
 def _identifiers(node: Node) -> list[Node]:

@@ -10,15 +10,9 @@
 namespace __kp {
 template <class P> struct cv_pointee;
 template <class T> struct cv_pointee<T*> { using type = const volatile T*; };
-template <class P> inline constexpr int space_of = -1;
-template <class T> inline constexpr int space_of<__attribute__((address_space(1))) T*> = 1;
-template <class T> inline constexpr int space_of<__attribute__((address_space(2))) T*> = 2;
 template <class To, class From>
 concept same_space = __is_same(From, decltype(nullptr)) ||
-                     requires(From f) { reinterpret_cast<typename cv_pointee<To>::type>(f); } ||
-                     // not enforced yet (docs/msl-rules.md): MLX passes inputs of < 8 elements
-                     // as `constant`, and ports cast them to `const device` vectors
-                     (space_of<From> == 2 && space_of<To> == 1);
+                     requires(From f) { reinterpret_cast<typename cv_pointee<To>::type>(f); };
 }  // namespace __kp
 
 // What a C-style cast to a pointer type becomes in the check unit: the cast, unless it would
