@@ -12,7 +12,7 @@ from runners import mlx_metal
 SAXPY = Path(__file__).resolve().parents[2] / "corpus" / "cases" / "001_saxpy"
 
 
-def test_the_verdict_names_the_compiler(fresh_home):
+def test_the_verdict_names_the_compiler():
     verdict = judge(load_case(SAXPY), (SAXPY / "port.metal").read_text())
     assert verdict.accepted
     compiler = verdict.as_json()["compiler"]
@@ -24,7 +24,7 @@ def test_the_verdict_names_the_compiler(fresh_home):
 
 @pytest.mark.skipif(not mlx_metal.available(),
                     reason="needs Apple Silicon with Metal: Apple's compiler is the gate there")
-def test_on_a_mac_what_apple_rejects_is_not_accepted(fresh_home):
+def test_on_a_mac_what_apple_rejects_is_not_accepted():
     # Apple GPUs have no double; whatever metal_sim makes of it, the real compiler decides
     body = ("uint i = thread_position_in_grid.x;\n"
             "if (i < uint(n)) {\n  double t = double(a) * double(x[i]);\n"
@@ -34,7 +34,7 @@ def test_on_a_mac_what_apple_rejects_is_not_accepted(fresh_home):
     assert any("Apple's Metal compiler" in r for r in verdict.reasons), verdict.reasons
 
 
-def test_the_port_report_names_the_compiler(fresh_home, tmp_path):
+def test_the_port_report_names_the_compiler(tmp_path):
     import subprocess
     import sys
 

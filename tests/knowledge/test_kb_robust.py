@@ -11,11 +11,12 @@ import time
 from pathlib import Path
 
 N_FILES, PER_FILE = 40, 10
+READ_WHILE_FILES = 16  # an add long enough for readers to run during it, short for CI
 
 
-def _generated_tree(root: Path) -> Path:
+def _generated_tree(root: Path, n_files: int = N_FILES) -> Path:
     ops = ["+", "-", "*"]
-    for f in range(N_FILES):
+    for f in range(n_files):
         body = []
         for k in range(PER_FILE):
             body.append(f"__global__ void op_{f}_{k}(const float* x, float* y, int n) {{\n"
@@ -95,7 +96,7 @@ def test_readers_keep_working_while_a_writer_adds(tmp_path, cli):
     seed.write_text("__global__ void seed_add(float* y) { y[threadIdx.x] += 1.0f; }\n")
     assert cli("kb", "add", str(seed), home=home).returncode == 0
     (tmp_path / "src").mkdir()
-    src = _generated_tree(tmp_path / "src")
+    src = _generated_tree(tmp_path / "src", READ_WHILE_FILES)
     stop = tmp_path / "stop"
     env = {**os.environ, "KPORT_HOME": str(home)}
     readers = [subprocess.Popen([sys.executable, "-c", READER, str(home), str(stop)], env=env,
@@ -112,4 +113,4 @@ def test_readers_keep_working_while_a_writer_adds(tmp_path, cli):
         out, err = r.communicate(timeout=300)
         assert r.returncode == 0, err
         assert json.loads(out)["searches"] > 0
-    assert _count(home) == N_FILES * PER_FILE + 1
+    assert _count(home) == READ_WHILE_FILES * PER_FILE + 1

@@ -170,7 +170,7 @@ _size_text = st.one_of(st.just("n=1000"),
 _budget_text = st.sampled_from(["nan", "inf", "-1", "0", "0.5", "abc", "30"])
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[
+@settings(max_examples=15, deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(sizes=st.lists(_size_text, max_size=2), grid=st.none() | _dims_text,
        block=st.none() | _dims_text, wall=st.just("60") | _budget_text,

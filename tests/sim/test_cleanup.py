@@ -45,9 +45,16 @@ def scratch(tmp_path):
     return tmp_path, env
 
 
+def _default_sigint() -> None:
+    """A shell without job control starts background jobs with SIGINT ignored, and Python then
+    leaves it ignored: give the child Ctrl-C's usual meaning whatever started the tests."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _kport(args: list[str], env: dict, **kw) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "agent.cli", *args], cwd=ROOT, env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **kw)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=_default_sigint, **kw)
 
 
 def _mentioning(text: str) -> dict[int, str]:
@@ -190,7 +197,8 @@ def test_a_stopped_host_build_leaves_no_compiler_and_no_partial_file(scratch, si
     env = {**env, "KPORT_CXX": str(cxx)}
     build = [sys.executable, "-c", "from runners.simbuild import host_executable\n"
              "host_executable()"]
-    proc = subprocess.Popen(build, cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(build, cwd=ROOT, env=env, stderr=subprocess.DEVNULL,
+                            preexec_fn=_default_sigint)
     try:
         _wait_for(lambda: _mentioning(marker), 30, "the compile never started")
         proc.send_signal(sig)
