@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 from pathlib import Path
 
 import typer
@@ -79,13 +78,9 @@ def sim_run(body: str, inputs: dict, outputs: dict, grid: list[int], threadgroup
             raise ValueError(f"{name}: unknown dtype {spec.get('dtype')!r}; one of "
                              f"{', '.join(DTYPES)}")
     limits.check_metal_launch(grid, threadgroup, "grid/threadgroup")
-    nbytes = 0
-    for name, spec in outputs.items():
-        shape = list(spec["shape"])
-        if not shape or any(isinstance(d, bool) or not isinstance(d, int) or d < 1
-                            for d in shape):
-            raise ValueError(f"outputs.{name}.shape: {shape!r}: give positive integers")
-        nbytes += math.prod(shape) * np.dtype(DTYPES[spec.get("dtype", "float32")][0]).itemsize
+    nbytes = sum(limits.check_shape(spec["shape"], np.dtype(DTYPES[spec.get("dtype", "float32")]
+                                                            [0]).itemsize, f"outputs.{name}.shape")
+                 for name, spec in outputs.items())
     limits.check_bytes(nbytes, "outputs")
     arrays = [mx.array(np.asarray(v["data"], dtype=v.get("dtype", "float32")))
               for v in inputs.values()]

@@ -19,10 +19,11 @@ anyway (unprotected; the verdict says so). Exit 0 only when it is accepted, 1 wh
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import typer
+
+from runners.limits import seconds_option
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
                   help=__doc__.splitlines()[0])
@@ -35,7 +36,8 @@ def check(case_dir: Path = typer.Argument(..., help="a corpus case folder (with 
           seeds: int = typer.Option(3, help="seeds per size set (at least 3)"),
           timeout: float = typer.Option(120.0, help="seconds each run may take before it "
                                         "counts as a hang; compiling is not counted "
-                                        "(KPORT_COMPILE_TIMEOUT)"),
+                                        "(KPORT_COMPILE_TIMEOUT)",
+                                        callback=seconds_option("--timeout")),
           as_json: bool = typer.Option(False, "--json", help="print the verdict as JSON")):
     """Accept or reject a candidate port; exit 0 only when accepted.
 
@@ -48,8 +50,6 @@ def check(case_dir: Path = typer.Argument(..., help="a corpus case folder (with 
     from evals.harness import judge
     from runners.errors import KportError
 
-    if not (math.isfinite(timeout) and timeout > 0):
-        raise KportError(f"--timeout {timeout}: give a positive, finite number of seconds")
     case = load_case(case_dir)
     if case.metal is None:
         raise CaseError(f"{case_dir / 'case.toml'}: no [metal] section: the launch keys a "

@@ -90,6 +90,18 @@ def check_bytes(nbytes: int, where: str, limit: int = MAX_LAUNCH_BYTES) -> None:
                          f"{human_bytes(limit)} one simulated launch may hold; use smaller sizes")
 
 
+def check_shape(shape, itemsize: int, where: str) -> int:
+    """An array shape someone asked for: positive integer sides; returns its bytes, refused
+    (InputError) over what one simulated launch may hold."""
+    sides = list(shape)
+    if not sides or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in sides):
+        raise InputError(f"{where}: every side of a shape must be a positive integer, got "
+                         f"{sides!r}")
+    nbytes = math.prod(sides) * itemsize
+    check_bytes(nbytes, where)
+    return nbytes
+
+
 def check_seconds(value, where: str) -> float:
     """A time budget: a finite number of seconds above zero."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or \

@@ -116,12 +116,7 @@ def parse_arg(spec: str):
 
 def _shape(shape: tuple[int, ...], where: str, dtype: np.dtype) -> tuple[int, ...]:
     """A shape the user asked for: positive sides and no more bytes than a launch may hold."""
-    if not shape or min(shape) < 1:
-        raise SimUsageError(f"{where}: every side of a shape must be a positive integer")
-    nbytes = dtype.itemsize
-    for side in shape:
-        nbytes *= side
-    limits.check_bytes(nbytes, where)
+    limits.check_shape(shape, dtype.itemsize, where)
     return shape
 
 

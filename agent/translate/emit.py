@@ -387,7 +387,7 @@ class Emitter:
                 _declares_reference(node) and not _has_space(self.text(node)):
             # helper references are bound to thread-local values (device ones go through
             # temporaries: _ref_temps)
-            return self._with_space_keep_const(node, "thread")
+            return self._with_space(node, "thread", drop_const=False)
         if node.type == "field_declaration" or not _declares_pointer(node):
             return None
         if node.type == "declaration" and self._declared(node) & set(self.ctx.aliases):
@@ -414,18 +414,7 @@ class Emitter:
         if node.type == "declaration":  # what it points into, for pointers derived from it
             (self.ctx.shared if space == "threadgroup" else self.ctx.device_ptrs).update(
                 self._declared(node))
-        out, pos, done = [], node.start_byte, False
-        for c in node.children:
-            out.append(self.data[pos:c.start_byte].decode(errors="replace"))
-            piece = self.emit(c)
-            if not done and c.type in ("primitive_type", "type_identifier", "sized_type_specifier",
-                                       "template_type", "qualified_identifier"):
-                piece = f"{space} {piece}"
-                done = True
-            out.append(piece)
-            pos = c.end_byte
-        out.append(self.data[pos:node.end_byte].decode(errors="replace"))
-        return "".join(out)
+        return self._with_space(node, space, drop_const=False)
 
     def _space_for(self, node: Node) -> str | None:
         text = self.text(node)
@@ -503,21 +492,25 @@ class Emitter:
             write = re.sub(rf"\b{n}\b", f"{n}_out", write, count=1)
         return f"{read}{sep}{write}"
 
-    def _with_space(self, node: Node, space: str) -> str:
+    def _with_space(self, node: Node, space: str, drop_const: bool = True) -> str:
+        """The declaration with ``space`` before its type; its own ``const`` dropped (a read
+        or write twin says its constness in ``space``) unless ``drop_const`` is False."""
         out, pos, done = [], node.start_byte, False
         for c in node.children:
             out.append(self.data[pos:c.start_byte].decode(errors="replace"))
-            if c.type == "type_qualifier" and self.text(c) == "const":
+            if drop_const and c.type == "type_qualifier" and self.text(c) == "const":
                 pos = c.end_byte
                 continue
             piece = self.emit(c)
             if not done and c.type in ("primitive_type", "type_identifier",
-                                       "sized_type_specifier", "template_type"):
+                                       "sized_type_specifier", "template_type",
+                                       "qualified_identifier"):
                 piece, done = f"{space} {piece}", True
             out.append(piece)
             pos = c.end_byte
         out.append(self.data[pos:node.end_byte].decode(errors="replace"))
-        return "".join(out).strip()
+        text = "".join(out)
+        return text.strip() if drop_const else text
 
     def _pointer_cast(self, node: Node) -> tuple[Node, Node] | None:
         """(target type, operand) when ``node`` (parentheses aside) casts to a pointer:
@@ -613,21 +606,6 @@ class Emitter:
             self.ctx.input_kinds[name] = self.ctx.input_kinds[root]
             self.ctx.device_ptrs.add(name)
         return f"auto {next(iter(names))} = {self.emit(value)};"
-
-    def _with_space_keep_const(self, node: Node, space: str) -> str:
-        """The declaration with ``space`` before its type (a ``const`` stays where it is)."""
-        out, pos, done = [], node.start_byte, False
-        for c in node.children:
-            out.append(self.data[pos:c.start_byte].decode(errors="replace"))
-            piece = self.emit(c)
-            if not done and c.type in ("primitive_type", "type_identifier",
-                                       "sized_type_specifier", "template_type",
-                                       "qualified_identifier"):
-                piece, done = f"{space} {piece}", True
-            out.append(piece)
-            pos = c.end_byte
-        out.append(self.data[pos:node.end_byte].decode(errors="replace"))
-        return "".join(out)
 
     def _enclosing_fn(self, node: Node) -> str | None:
         p = node.parent
