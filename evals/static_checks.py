@@ -16,8 +16,8 @@ def static_findings(body: str, header: str = "") -> list[str]:
     """Every allow-list check the candidate's own text fails, as ``check: file:line: why``
     (lines are the body's and the header's own)."""
     return [f"{p.check}: {p.file}:{p.line}: {p.message}"
-            for p in source_problems(header, "header.metal") + source_problems(body,
-                                                                               "source.metal")]
+            for p in source_problems(header, "header.metal")
+            + source_problems(body, "source.metal", body=True)]
 
 
 # Library calls that would do the work in place of the candidate's metal_kernel.

@@ -20,6 +20,8 @@ from runners.errors import KportError
 # KPORT_* names; tests check this table against the code.
 ENV_VARS: dict[str, str] = {
     "KPORT_HOME": "where kport keeps all its state (KB store, build cache, sessions, runs)",
+    "KPORT_EXPERT_CACHE": "tests only: where the expert-kernel conformance tests keep the "
+                          "sources they download (default ~/.cache/kport/expert-sources)",
     "KPORT_CXX": "C++ compiler command for the simulators (clang++ >= 15), e.g. 'clang++-19'",
     "KPORT_MODEL": "LLM as provider:model for langchain's init_chat_model, e.g. 'openai:gpt-4o'",
     "KPORT_BASE_URL": "base URL of an OpenAI-compatible server (mlx_lm.server, vLLM, llama-server)",

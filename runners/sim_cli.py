@@ -18,6 +18,7 @@ Exit 0 when the run is clean, 1 when the kernel faulted or failed to compile, 2 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -236,7 +237,15 @@ def run_metal(path: Path, grid, tg, inputs: list[str], outputs: list[str], heade
         inputs=[v for _, v in parsed], output_shapes=[s for *_, s in out_specs],
         output_dtypes=[d for _, d, _ in out_specs], grid=grid, threadgroup=tg))
     arrays = {n: np.array(a) for (n, _, _), a in zip(out_specs, run.outputs, strict=False)}
-    return run.findings, run.diagnostics, arrays, run.printf
+    # the simulator names MLX's two parts source.metal and header.metal: say the user's files
+    files = {"source.metal": str(path), "header.metal": str(header) if header else ""}
+    return ([_in_user_files(f, files) for f in run.findings],
+            [_in_user_files(d, files) for d in run.diagnostics], arrays, run.printf)
+
+
+def _in_user_files(record, files: dict[str, str]):
+    """A diagnostic or finding with its file named as the user named it."""
+    return dataclasses.replace(record, file=files.get(record.file) or record.file)
 
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,

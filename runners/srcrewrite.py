@@ -256,6 +256,64 @@ def _scopes(toks: list[Tok]) -> list[bool]:
     return out
 
 
+def _function_kinds(toks: list[Tok]) -> list[bool | None]:
+    """For each token: None outside every function body, else whether the function whose body
+    holds it is a kernel (``kernel`` or ``[[kernel]]`` in its declaration)."""
+    out: list[bool | None] = []
+    stack: list[bool | None] = []  # per open brace: its function's kind, None outside one
+    for i, t in enumerate(toks):
+        current = next((s for s in reversed(stack) if s is not None), None)
+        out.append(current)
+        if t.text == "{":
+            prev = [x.text for x in toks[max(0, i - 3):i]]
+            if current is not None:
+                stack.append(current)
+            elif any(p in ("namespace", '"C"', "struct", "class", "union", "enum")
+                     for p in prev) or (prev and prev[-1] == "="):
+                stack.append(None)
+            else:  # a function body: its declaration runs back to the previous ; { or }
+                j = i - 1
+                while j >= 0 and toks[j].text not in (";", "{", "}"):
+                    j -= 1
+                stack.append(any(x.text == "kernel" for x in toks[j + 1:i]))
+        elif t.text == "}" and stack:
+            stack.pop()
+    return out
+
+
+def group_storage_problems(src: str, *, body: bool) -> list[tuple[int, str]]:
+    """(line, message) for each ``threadgroup`` variable MSL does not allow (MSL 3.2 §4.4),
+    before rewrite_group_storage sees it: at program scope, in a function that is not a kernel,
+    with an initializer, or an array without a size. ``body``: ``src`` is a kernel's body (an
+    MLX ``source``), so its declarations are the kernel's."""
+    toks = tokenize(src)
+    kinds = [True] * len(toks) if body else _function_kinds(toks)
+    out = []
+    for i, t in enumerate(toks):
+        span = _storage_statement(toks, i) if t.text == "threadgroup" else None
+        if not span:
+            continue
+        stmt = [x.text for x in toks[span[0]:span[1] + 1]]
+        if "extern" in stmt:
+            continue  # the allow-list refuses `extern` itself
+        if kinds[i] is None:
+            out.append((t.line, "program scope variable must reside in constant address space "
+                        "(a threadgroup variable belongs to a kernel: declare it in the kernel "
+                        "and pass helpers a `threadgroup T*`)"))
+        elif not kinds[i]:
+            out.append((t.line, "non-kernel function variable cannot be declared in threadgroup "
+                        "address space (declare it in the kernel and pass a `threadgroup T*`)"))
+        elif "=" in stmt:
+            out.append((t.line, "threadgroup variables cannot have an initializer (MSL 3.2 "
+                        "§4.4): assign the first value in the kernel, then "
+                        "threadgroup_barrier"))
+        elif any(a == "[" and b == "]" for a, b in zip(stmt, stmt[1:], strict=False)):
+            out.append((t.line, "definition of variable with array type needs an explicit size "
+                        "or an initializer (a kernel body cannot declare runtime-sized "
+                        "threadgroup memory: size the array with a template argument)"))
+    return out
+
+
 def rewrite_group_storage(src: str, word: str, space: str = "") -> str:
     """Rewrite ``threadgroup``/``__shared__`` storage declarations (see module docstring);
     ``space``: the address-space word their type keeps (metal_sim's check unit)."""

@@ -179,6 +179,9 @@ class Emitter:
             return self._call(node)
         if t == "assignment_expression":
             return self._assignment(node)
+        if t == "lambda_expression":  # MSL 3.1/3.2 have none; a rewrite needs the header
+            return self._todo("lambda", "types.lambda", node, "MSL before 4.0 has no lambdas: "
+                              "move it into a helper function in the header")
         if self._atomic_read(node):
             return f"atomic_load_explicit(&{self._plain(node)}, {RELAXED})"
         if t == "identifier":
@@ -380,6 +383,11 @@ class Emitter:
         text = self.text(node)
         if node.type == "declaration" and "__shared__" in text and "extern" in text:
             return self._extern_shared(node)
+        if node.type == "declaration" and "__shared__" in text and not self.in_kernel and \
+                _in_function_body(node):
+            return self._todo("__shared__ in a helper", "memory.static_shared", node,
+                              "MSL declares threadgroup memory only in a kernel: declare it in "
+                              "the kernel and pass the helper a `threadgroup T*`")
         if node.type == "declaration" and "__shared__" in text and \
                 self._declared(node) & self.ctx.atomic:
             return self._shared_atomic(node)
@@ -647,6 +655,13 @@ def _declares_pointer(node: Node) -> bool:
         if d is not None and d.type in ("pointer_declarator", "abstract_pointer_declarator"):
             return True
     return False
+
+
+def _in_function_body(node: Node) -> bool:
+    p = node.parent
+    while p is not None and p.type != "function_definition":
+        p = p.parent
+    return p is not None
 
 
 def _declares_reference(node: Node) -> bool:

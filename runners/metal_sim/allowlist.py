@@ -18,6 +18,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from runners import srcrewrite
 from runners.cpplex import Token, directives, lex
 from runners.simbuild import Diagnostic
 
@@ -204,11 +205,15 @@ def _name_problems(t: Token, file: str) -> list[Problem]:
     return []
 
 
-def source_problems(text: str, file: str) -> list[Problem]:
-    """What the allow-list refuses in one source as written (before preprocessing)."""
+def source_problems(text: str, file: str, *, body: bool = False) -> list[Problem]:
+    """What the allow-list refuses in one source as written (before preprocessing). ``body``:
+    ``text`` is a kernel's body (an MLX ``source``), not a header or a .metal file."""
     toks, lexed = lex(text)
     lines = text.split("\n")
     out = [Problem(file, p.line, "source", p.message) for p in lexed]
+    if not lexed:
+        out += [Problem(file, line, "threadgroup", message)
+                for line, message in srcrewrite.group_storage_problems(text, body=body)]
     in_define = set()
     for d in directives(toks):
         out += _directive_problems(d, file)

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from runners.cpplex import Token, lex
-from runners.metal_sim import spaces
+from runners.metal_sim import restrictions, spaces
 from runners.metal_sim.allowlist import (
     RULES_FILE,
     Problem,
@@ -36,6 +36,7 @@ def digest() -> str:
     here = Path(__file__).parent
     return hashlib.sha256(RULES_FILE.read_bytes() + (here / "allowlist.py").read_bytes()
                           + (here / "spaces.py").read_bytes()
+                          + (here / "restrictions.py").read_bytes()
                           + (here.parent / "srcrewrite.py").read_bytes()
                           + Path(__file__).read_bytes()).hexdigest()
 
@@ -70,7 +71,15 @@ def candidate_runs(preprocessed: str, files: set[str]) -> tuple[list[tuple[str, 
             numbers.append(line)
         line += 1
     close()
-    return runs, included
+    # a line marker back into the same file (after a `_Pragma`, a macro spanning lines) does
+    # not end its run: the checks read a function's braces as one piece
+    merged: list[tuple[str, list[int], str]] = []
+    for run in runs:
+        if merged and merged[-1][0] == run[0]:
+            last = merged.pop()
+            run = (run[0], last[1] + run[1], last[2] + "\n" + run[2])
+        merged.append(run)
+    return merged, included
 
 
 def _balance_problems(toks: list[Token], file: str) -> list[Problem]:
@@ -97,8 +106,7 @@ def _declaration(toks: list[Token], k: int) -> tuple[list[Token], bool]:
         t = toks[j].text
         if depth == 0 and t in ("=", ";", "{"):
             return toks[k:j], False
-        if t == "(" and depth == 0 and j > k and toks[j - 1].kind == "identifier" and \
-                toks[j - 1].text not in _NOT_A_NAME:
+        if t == "(" and depth == 0 and j > k and _names_function(toks, j - 1):
             close = _matching(toks, j)
             after = toks[close + 1].text if close + 1 < len(toks) else ";"
             return toks[k:close + 1], after in (";", "{", "const", "noexcept", "[", "->")
@@ -111,11 +119,25 @@ def _declaration(toks: list[Token], k: int) -> tuple[list[Token], bool]:
 _NOT_A_NAME = {"__attribute__", "alignas", "decltype", "sizeof", "alignof", "noexcept"}
 
 
+def _names_function(toks: list[Token], k: int) -> bool:
+    """Whether toks[k], just before a `(`, ends a function's name: an identifier, or the `>`
+    of a template-id (`template <> float4 f<float4>(float4 x)`, an explicit specialization)."""
+    if toks[k].text == ">":
+        open_ = spaces._open_angle(toks, k)
+        k = open_ - 1 if open_ > 0 else -1
+        if k < 0:
+            return False
+    return toks[k].kind == "identifier" and toks[k].text not in _NOT_A_NAME
+
+
 def _static_ok(toks: list[Token], k: int) -> bool:
     """``static`` may declare a function or data in the constant address space, never a
     variable (Metal has no mutable program-scope storage)."""
     decl, function = _declaration(toks, k)
-    return function or any(t.text == "constant" for t in decl)
+    start = k  # `constexpr constant static T x`: the words before `static` count too
+    while start > 0 and toks[start - 1].text not in (";", "{", "}", ")"):
+        start -= 1
+    return function or any(t.text == "constant" for t in toks[start:k] + decl)
 
 
 _CLASS_KEYS = {"struct", "class", "union", "enum"}
@@ -148,7 +170,8 @@ def _program_scope_problems(toks: list[Token], file: str) -> list[Problem]:
         decl, function = _declaration(toks, k)
         words = {x.text for x in decl}
         end = k + max(len(decl), 1)
-        if not function and words & _CLASS_KEYS and end < len(toks) and toks[end].text == "{":
+        if not function and words & _CLASS_KEYS and "typedef" not in words and end < len(
+                toks) and toks[end].text == "{":
             # a class body: what follows its `}` up to `;` declares variables of it
             close = _matching(toks, end)
             tail = toks[close + 1:]
@@ -195,6 +218,7 @@ def _program_scope(file: str, t: Token) -> Problem:
 # it, so what they put there is checked too (its brackets open the body: no balance check)
 _SIGNATURE = "mlx-signature"
 _BODIES = frozenset({"source.metal"})  # a function's body, not namespace scope
+_MLX_PARTS = _BODIES | {"header.metal", _SIGNATURE}  # the rest: .metal libraries
 
 
 def preprocessed_problems(preprocessed: str, files: set[str]) -> list[Problem]:
@@ -213,6 +237,7 @@ def preprocessed_problems(preprocessed: str, files: set[str]) -> list[Problem]:
             out += _balance_problems(toks, file)
         if file not in _BODIES | {_SIGNATURE}:
             out += _program_scope_problems(toks, file)
+        out += restrictions.problems(toks, file, whole_file=file not in _MLX_PARTS)
         for k, t in enumerate(toks):
             if t.text in r["forbidden"]:
                 out.append(Problem(file, t.line, "keyword", f"`{t.text}`: "

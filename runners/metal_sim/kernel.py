@@ -156,7 +156,7 @@ class MetalKernel:
 
     def _source_problems(self) -> list:
         found = (allowlist.source_problems(self.header, "header.metal")
-                 + allowlist.source_problems(self.source, "source.metal"))
+                 + allowlist.source_problems(self.source, "source.metal", body=True))
         if self.header and not self.header.endswith("\n") and allowlist.ends_in_directive(
                 self.header):
             found.append(allowlist.Problem(

@@ -30,7 +30,8 @@ _ATTR_TYPES = dict(ATTRIBUTES)
 _HEAD = "#include <kport/rt.h>\n#include <kport/metal_stdlib.h>\n"
 _INSTANTIATION = re.compile(
     r"template\s*\[\[\s*host_name\(\s*\"(?P<host>[^\"]+)\"\s*\)\s*\]\]\s*(?:\[\[\s*kernel\s*\]\]\s*)?"
-    r"(?:kernel\s+)?(?:decltype\((?P<decl>[^;]*?)\)|void)\s+(?P<inst>[\w:]+<[^;]*>)\s*(?:\([^;]*\))?\s*;")
+    r"(?:kernel\s+)?(?:decltype\((?P<decl>[^;]*?)\)|void|[\w:]+)\s+(?P<inst>[\w:]+<[^;]*>)\s*"
+    r"(?:\([^;]*\))?\s*;")
 
 
 @dataclass
@@ -166,6 +167,11 @@ class MetalFunction:
                         result.kernel_s)
 
 
+def _bare_instantiation(m: re.Match) -> str:
+    """An explicit instantiation as plain C++: its Metal attributes and `kernel` removed."""
+    return re.sub(r"\[\[.*?\]\]|\bkernel\b", "", m[0])
+
+
 class MetalLibrary:
     """A .metal source file, compiled on demand; ``function(name)`` picks a kernel."""
 
@@ -176,19 +182,35 @@ class MetalLibrary:
         self.filename = name if re.fullmatch(r"[\w.-]+\.metal", name) else "kernel.metal"
         self.instantiations = {m["host"]: m["inst"] for m in _INSTANTIATION.finditer(source)}
 
+    def build(self) -> MetalRun:
+        """Compile the whole library, running nothing: every function, and every template
+        kernel as each explicit instantiation (``[[host_name]]``) makes it. Returns a MetalRun
+        record (``compiled``, ``diagnostics``); a build once made is cached."""
+        problems = allowlist.source_problems(self.source, self.filename)
+        if problems:  # refused before anything is compiled
+            return MetalRun(False, diagnostics=[p.diagnostic() for p in problems])
+        settings = load_settings()
+        tu = self.translation_unit(instantiate=True) + kernel_tail("metal", False, "", "")
+        build = build_kernel(tu, checked=False, settings=settings,
+                             vetting=expanded.with_address_spaces(
+                                 expanded.vetting({self.filename}, self.filename,
+                                                  self.vetted_unit()),
+                                 {self.filename}, self.check_unit(), settings))
+        return MetalRun(build.ok, diagnostics=build.diagnostics, build=build)
+
     def function(self, name: str) -> MetalFunction:
         call = self.instantiations.get(name, name)
         base = call.split("<")[0].split("::")[-1]
         toks = srcrewrite.tokenize(self.source)
         return MetalFunction(self, name, call, _find_kernel(toks, base))
 
-    def translation_unit(self) -> str:
+    def translation_unit(self, *, instantiate: bool = False) -> str:
         """The C++ the simulator compiles (the entry follows it); the source's macros end
-        with it."""
-        # Explicit instantiations are dropped: the entry's call instantiates what it needs.
+        with it. ``instantiate``: keep every explicit instantiation (for ``build``)."""
+        # Else explicit instantiations are dropped: the entry's call instantiates what it needs.
         code = allowlist.blank_includes(self.source)
-        code = _INSTANTIATION.sub(lambda m: " " * len(m[0].split("\n")[0]) + "\n" * m[0].count(
-            "\n"), code)
+        code = _INSTANTIATION.sub(_bare_instantiation if instantiate else lambda m: " " * len(
+            m[0].split("\n")[0]) + "\n" * m[0].count("\n"), code)
         code = srcrewrite.rewrite_group_storage(code, "threadgroup")
         code = srcrewrite.strip_address_spaces(code)
         code = srcrewrite.rewrite_metal_constructors(code)
@@ -200,8 +222,7 @@ class MetalLibrary:
     def check_unit(self) -> str:
         """The address-space check unit (spaces.py): explicit instantiations kept, without
         their Metal attributes, so template kernels are checked as instantiated."""
-        code = _INSTANTIATION.sub(lambda m: re.sub(r"\[\[.*?\]\]|\bkernel\b", "", m[0]),
-                                  allowlist.blank_includes(self.source))
+        code = _INSTANTIATION.sub(_bare_instantiation, allowlist.blank_includes(self.source))
         code = re.sub(r"\bkernel\b(?=\s+void)", "      ", spaces.check_text(code))
         return (spaces.CHECK_DEFINE + _HEAD + spaces.CHECK_HEAD
                 + f'#line 1 "{self.filename}"\n{code}\n')

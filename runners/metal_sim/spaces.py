@@ -28,7 +28,10 @@ from runners.toolchain import find_compiler
 SPACES = frozenset({"device", "constant", "thread", "threadgroup", "threadgroup_imageblock"})
 CHECK_DEFINE = "#define __KP_ADDRESS_SPACES 1\n"  # before the shims: their pointers get spaces
 CHECK_HEAD = "#include <kport/metal/address_spaces.h>\n"  # after them: the MSL words
-_CHECK_FLAGS = ("-std=c++20", "-fsyntax-only", "-fno-exceptions", "-fno-rtti", "-w",
+# warnings off but one: a variable-length array, a GNU extension of clang's C++ that MSL (C++14
+# based) does not have
+_CHECK_FLAGS = ("-std=c++20", "-fsyntax-only", "-fno-exceptions", "-fno-rtti", "-Wno-everything",
+                "-Werror=vla-cxx-extension",
                 "-fno-caret-diagnostics", "-fno-color-diagnostics", "-ferror-limit=200",
                 f"-I{INCLUDE}")
 _SCALARS = {"void", "bool", "char", "short", "int", "long", "float", "double", "signed",
@@ -207,16 +210,26 @@ def _wording(msg: str, notes: list[str]) -> str:
     return msg
 
 
+_VLA = re.compile(r"variable length arrays in C\+\+")
+
+
 def check_diagnostics(log: str, files: set[str]) -> list[Diagnostic]:
-    """The errors of the check's ``log`` that are the candidate's address-space errors."""
+    """The errors of the check's ``log`` that are the candidate's: address spaces, and
+    variable-length arrays (C++14 [dcl.array]: an array bound is a constant expression)."""
     out = []
     for m, notes in _messages(log):
         text = m["msg"] + "\n" + "\n".join(notes)
-        if m["file"] not in files or not _SPACE_WORDS.search(text) or _CLASS_ARTIFACTS.search(
-                text):
+        if m["file"] not in files:
             continue
-        out.append(Diagnostic(m["file"], int(m["line"]), int(m["col"]), "error",
-                              _wording(m["msg"], notes)))
+        if _VLA.search(m["msg"]):
+            message = ("variable length arrays are not supported in Metal: MSL is C++14, where "
+                       "an array's size is a constant expression (use a template argument or a "
+                       "fixed maximum)")
+        elif _SPACE_WORDS.search(text) and not _CLASS_ARTIFACTS.search(text):
+            message = _wording(m["msg"], notes)
+        else:
+            continue
+        out.append(Diagnostic(m["file"], int(m["line"]), int(m["col"]), "error", message))
     return out
 
 

@@ -56,6 +56,26 @@ def test_compile_error_is_reported_with_the_users_line(tmp_path):
     assert "bad.cu:2:" in proc.stdout and "Traceback" not in proc.stderr
 
 
+def test_metal_body_errors_name_the_users_files(tmp_path):
+    (tmp_path / "helpers.metal").write_text("inline float twice(float v) {\n"
+                                            "  double d = v;\n  return float(2 * d);\n}\n")
+    (tmp_path / "body.metal").write_text("uint i = thread_position_in_grid.x;\n"
+                                         "threadgroup float s[4] = {0, 0, 0, 0};\n"
+                                         "y[i] = twice(x[i]) + s[0];")
+    np.save(tmp_path / "x.npy", np.arange(4, dtype=np.float32))
+    proc = kport(tmp_path, "body.metal", "--header", "helpers.metal", "--input", "x=x.npy",
+                 "--output", "y=float32:4", "--grid", "4", "--threadgroup", "4")
+    assert proc.returncode == 1
+    assert "body.metal:2:" in proc.stdout and "initializer" in proc.stdout, proc.stdout
+    (tmp_path / "body.metal").write_text("uint i = thread_position_in_grid.x;\n"
+                                         "y[i] = twice(x[i]);")
+    proc = kport(tmp_path, "body.metal", "--header", "helpers.metal", "--input", "x=x.npy",
+                 "--output", "y=float32:4", "--grid", "4", "--threadgroup", "4")
+    assert proc.returncode == 1
+    assert "helpers.metal:2:" in proc.stdout and "double" in proc.stdout, proc.stdout
+    assert "source.metal" not in proc.stdout + proc.stderr
+
+
 def test_bad_arguments_are_clear_errors(tmp_path):
     (tmp_path / "saxpy.cu").write_text(SAXPY)
     for args, message in [

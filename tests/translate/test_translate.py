@@ -162,6 +162,26 @@ def test_unmapped_constructs_become_counted_todos():
     assert tr.todos[0].line == 2 and tr.coverage == pytest.approx(1 / 2)
 
 
+def test_what_msl_3_1_cannot_express_is_a_todo_not_a_port():
+    # a lambda (no lambdas before MSL 4.0) and a __shared__ array in a __device__ function (MSL
+    # declares threadgroup memory only in kernels): metal_sim refuses both, so neither counts
+    src = """__device__ float total(float v) {
+  __shared__ float buf[32];
+  buf[threadIdx.x] = v;
+  __syncthreads();
+  return buf[0];
+}
+__global__ void k(const float* x, float* y) {
+  auto twice = [](float v) { return 2.0f * v; };
+  y[threadIdx.x] = twice(total(x[threadIdx.x]));
+}"""
+    tr = translate_kernel(src, "k", grid=[1], block=[32])
+    assert {t.rule for t in tr.todos} == {"memory.static_shared", "types.lambda"}
+    assert sorted(t.line for t in tr.todos) == [2, 8]
+    assert "KPORT-TODO(types.lambda)" in tr.body and "KPORT-TODO(memory.static_shared)" in tr.header
+    assert tr.coverage < 1
+
+
 def test_roles_are_inferred_and_said_to_be_guesses():
     src = """__global__ void k(const float* a, float* b, float* c, float* d, int n) {
   int i = threadIdx.x;
