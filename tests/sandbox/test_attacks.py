@@ -91,7 +91,7 @@ def test_the_jail_alone_contains_metal_escapes(attack, traces, tmp_path, monkeyp
 
     from runners.metal_sim import metal_kernel
 
-    monkeypatch.setattr(allowlist, "source_problems", lambda text, file: [])
+    monkeypatch.setattr(allowlist, "source_problems", lambda text, file, **kw: [])
     monkeypatch.setattr(expanded, "vetting", lambda files, main, tu: Vetting(
         "off", tu, lambda text: [], lambda lib: []))
     files = materialize(attack, traces, tmp_path / "attack")
