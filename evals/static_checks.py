@@ -9,15 +9,14 @@ finding names the check that fired.
 
 from __future__ import annotations
 
-from runners.metal_sim.allowlist import source_problems
+from runners.metal_sim.allowlist import mlx_parts_problems
 
 
 def static_findings(body: str, header: str = "") -> list[str]:
     """Every allow-list check the candidate's own text fails, as ``check: file:line: why``
     (lines are the body's and the header's own)."""
     return [f"{p.check}: {p.file}:{p.line}: {p.message}"
-            for p in source_problems(header, "header.metal")
-            + source_problems(body, "source.metal", body=True)]
+            for p in mlx_parts_problems(header, body)]
 
 
 # Library calls that would do the work in place of the candidate's metal_kernel.

@@ -241,16 +241,21 @@ def _drop_align(toks: list[Tok]) -> list[Tok]:
     return out
 
 
+def _opens_no_body(toks: list[Tok], i: int) -> bool:
+    """Whether the `{` at toks[i] opens a namespace, `extern "C"`, class or initializer rather
+    than a function body."""
+    prev = [x.text for x in toks[max(0, i - 3):i]]
+    return any(p in ("namespace", '"C"', "struct", "class", "union", "enum") for p in prev) or (
+        bool(prev) and prev[-1] == "=")
+
+
 def _scopes(toks: list[Tok]) -> list[bool]:
     """For each token: is it at file scope (outside every function body)?"""
     out, stack = [], []  # stack of bools: brace opens a namespace/extern/class (True) or body
     for i, t in enumerate(toks):
         out.append(all(stack))
         if t.text == "{":
-            prev = [x.text for x in toks[max(0, i - 3):i]]
-            opens_ns = any(p in ("namespace", '"C"', "struct", "class", "union", "enum")
-                           for p in prev) or (prev and prev[-1] == "=")
-            stack.append(bool(opens_ns))
+            stack.append(_opens_no_body(toks, i))
         elif t.text == "}" and stack:
             stack.pop()
     return out
@@ -265,11 +270,9 @@ def _function_kinds(toks: list[Tok]) -> list[bool | None]:
         current = next((s for s in reversed(stack) if s is not None), None)
         out.append(current)
         if t.text == "{":
-            prev = [x.text for x in toks[max(0, i - 3):i]]
             if current is not None:
                 stack.append(current)
-            elif any(p in ("namespace", '"C"', "struct", "class", "union", "enum")
-                     for p in prev) or (prev and prev[-1] == "="):
+            elif _opens_no_body(toks, i):
                 stack.append(None)
             else:  # a function body: its declaration runs back to the previous ; { or }
                 j = i - 1

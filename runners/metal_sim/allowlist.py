@@ -240,6 +240,12 @@ def source_problems(text: str, file: str, *, body: bool = False) -> list[Problem
     return out
 
 
+def mlx_parts_problems(header: str, body: str) -> list[Problem]:
+    """source_problems of an MLX metal_kernel's two parts: its header and its body."""
+    return (source_problems(header, "header.metal")
+            + source_problems(body, "source.metal", body=True))
+
+
 def ends_in_directive(text: str) -> bool:
     """Whether the last logical line of ``text`` is a preprocessor directive."""
     toks, _ = lex(text)

@@ -155,8 +155,7 @@ class MetalKernel:
                 check)
 
     def _source_problems(self) -> list:
-        found = (allowlist.source_problems(self.header, "header.metal")
-                 + allowlist.source_problems(self.source, "source.metal", body=True))
+        found = allowlist.mlx_parts_problems(self.header, self.source)
         if self.header and not self.header.endswith("\n") and allowlist.ends_in_directive(
                 self.header):
             found.append(allowlist.Problem(

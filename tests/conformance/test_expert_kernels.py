@@ -13,6 +13,7 @@ import functools
 import tomllib
 from pathlib import Path
 
+import mlx.core as mx
 import pytest
 
 from runners.metal_sim import MetalLibrary, metal_kernel
@@ -149,8 +150,6 @@ def test_mlx_lm_kernels_are_all_listed():
 
 @pytest.mark.parametrize("name", _mlx_lm_ids())
 def test_mlx_lm_metal_kernel_compiles(name):
-    import mlx.core as mx
-
     kernel = next(k for k in _sources(expert_sources.mlx_lm_kernels) if k.name == name)
     launch = MLX_LM_LAUNCH[name]
     dtypes = launch.get("dtypes", {})
