@@ -82,9 +82,17 @@ def _splice(text: str) -> tuple[str, list[int]]:
 
 def lex(text: str) -> tuple[list[Token], list[LexProblem]]:
     """The tokens of ``text`` and what in it no kernel source should contain."""
+    toks, problems, _ = lex_lines(text)
+    return toks, problems
+
+
+def lex_lines(text: str) -> tuple[list[Token], list[LexProblem], dict[int, int]]:
+    """``lex`` and, for each logical line that ends in a newline, the physical line holding
+    that newline (past any splice, or a comment spanning lines)."""
     src, phys = _splice(text)
     toks: list[Token] = []
     problems: list[LexProblem] = []
+    ends: dict[int, int] = {}
     i, n, logical, bol, space = 0, len(src), 1, True, True
 
     def line_at(k: int) -> int:
@@ -93,6 +101,7 @@ def lex(text: str) -> tuple[list[Token], list[LexProblem]]:
     while i < n:
         c = src[i]
         if c == "\n":
+            ends[logical] = phys[i]
             logical, bol, space = logical + 1, True, True
             i += 1
             continue
@@ -161,7 +170,7 @@ def lex(text: str) -> tuple[list[Token], list[LexProblem]]:
             i += 1
             continue
         bol = space = False
-    return toks, problems
+    return toks, problems, ends
 
 
 def directives(toks: list[Token]) -> list[list[Token]]:

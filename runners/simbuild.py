@@ -111,6 +111,11 @@ def failure_diagnostics(log: str) -> list[Diagnostic]:
     found = parse_diagnostics(log)
     if any(d.severity == "error" for d in found):
         return found
+    crash = re.search(r"^fatal error: (error in backend: .*)$", log, re.M)
+    if crash:  # clang itself failed on valid input: say so, not its last line of noise
+        return found + [Diagnostic("kernel", 0, 0, "error", "metal_sim's compiler (clang) "
+                                   f"crashed: {crash[1][:300]}; this is a metal_sim "
+                                   "limitation, not necessarily an error in the kernel")]
     last = next((ln.strip() for ln in reversed(log.splitlines()) if ln.strip()),
                 "the compiler failed without a message")
     return found + [Diagnostic("kernel", 0, 0, "error", last[:500])]

@@ -115,8 +115,8 @@ def _storage_statement(toks: list[Tok], i: int) -> tuple[int, int] | None:
     start = i
     while start > 0 and toks[start - 1].text in _DECL_PREFIX:
         start -= 1
-    if start > 0 and toks[start - 1].text in ("(", ",", "<"):
-        return None
+    if start > 0 and toks[start - 1].text in ("(", ",", "<", ")"):
+        return None  # a parameter, a template argument, or a member function's qualifier
     depth = 0
     for j in range(i + 1, len(toks)):
         t = toks[j].text
@@ -376,12 +376,35 @@ def strip_address_spaces(src: str) -> str:
     ed = _Editor(src)
     toks = tokenize(src)
     for i, t in enumerate(toks):
+        if t.kind == "preproc_arg":  # a macro's body: one token to tree-sitter
+            for start, end, keep in _macro_body_spaces(t.text):
+                ed.replace(t.start + start, t.start + end, keep.ljust(end - start))
+            continue
         if t.text not in ADDRESS_SPACES or (i and toks[i - 1].text in ("[[", "[")):
             continue  # [[threadgroup(0)]] is an attribute, not an address space
         near = {toks[j].text for j in (i - 1, i + 1) if 0 <= j < len(toks)}
         keep = "const" if t.text == "constant" and "const" not in near else ""
         ed.replace(t.start, t.end, keep.ljust(len(t.text)))
     return ed.result()
+
+
+_SPACE_WORD = re.compile(rb"(?<![\w.])(" + "|".join(sorted(ADDRESS_SPACES)).encode()
+                         + rb")(?![\w(])")
+
+
+def _macro_body_spaces(body: str) -> list[tuple[int, int, str]]:
+    """(byte start, end, replacement) of the address-space words in a macro body:
+    llama.cpp's `static const constant T name[n] = {` tables."""
+    data = body.encode()
+    out = []
+    for m in _SPACE_WORD.finditer(data):
+        before, after = data[:m.start()].rstrip(), data[m.end():].lstrip()
+        if before.endswith(b"[") or before.count(b'"') % 2:
+            continue  # an attribute, or inside a string
+        near = re.findall(rb"\w+$", before) + re.findall(rb"^\w+", after)
+        keep = "const" if m[1] == b"constant" and b"const" not in near else ""
+        out.append((m.start(), m.end(), keep))
+    return out
 
 
 def mark_address_spaces(src: str) -> str:
@@ -543,8 +566,9 @@ def rewrite_metal_constructors(src: str) -> str:
             end = _operand_end(toks, i + 2)
             if end == i + 2:
                 continue
-            operand = ed.data[toks[i + 2].start:toks[end - 1].end].decode()
-            ed.replace(toks[i - 1].start, toks[end - 1].end, f"__kp::convert<{name}>({operand})")
+            # two edits around the operand, so rewrites inside it (`float4(x)`) still apply
+            ed.replace(toks[i - 1].start, toks[i + 1].end, f"__kp::convert<{name}>(")
+            ed.replace(toks[end - 1].end, toks[end - 1].end, ")")
         elif name == "static_cast" and nxt == "<" and i + 3 < len(toks) and toks[
                 i + 2].text in types and toks[i + 3].text == ">":
             ed.replace(t.start, t.end, "__kp::convert")

@@ -205,6 +205,18 @@ def _name_problems(t: Token, file: str) -> list[Problem]:
     return []
 
 
+def _defined_operand(toks: list[Token], k: int) -> bool:
+    """Whether toks[k] is only tested for being defined: ``defined X``, ``defined(X)``, or
+    the name of an ``#ifdef``/``#ifndef``/``#elifdef``/``#elifndef``."""
+    before = [t.text for t in toks[max(0, k - 2):k]]
+    if before[-1:] == ["defined"]:
+        return True
+    if before == ["defined", "("]:
+        return k + 1 < len(toks) and toks[k + 1].text == ")"
+    return len(before) == 2 and before[0] == "#" and toks[k - 2].bol and before[1] in (
+        "ifdef", "ifndef", "elifdef", "elifndef")
+
+
 def source_problems(text: str, file: str, *, body: bool = False) -> list[Problem]:
     """What the allow-list refuses in one source as written (before preprocessing). ``body``:
     ``text`` is a kernel's body (an MLX ``source``), not a header or a .metal file."""
@@ -229,7 +241,8 @@ def source_problems(text: str, file: str, *, body: bool = False) -> list[Problem
                                "names the checks cannot see before preprocessing"))
         elif t.text == "#" and not t.bol and t.logical not in in_define:
             out.append(Problem(file, t.line, "directive", "a `#` that starts no directive"))
-        out += _name_problems(t, file)
+        if not (t.text in rules()["defined_tests"] and _defined_operand(toks, k)):
+            out += _name_problems(t, file)
         if t.text == "__attribute__":
             out += gnu_attribute_problems(toks, k, file)
         elif t.text == "_Pragma":

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from runners.cpplex import Token, lex
-from runners.metal_sim import restrictions, spaces
+from runners.metal_sim import conditionals, restrictions, spaces
 from runners.metal_sim.allowlist import (
     RULES_FILE,
     Problem,
@@ -37,6 +37,7 @@ def digest() -> str:
     return hashlib.sha256(RULES_FILE.read_bytes() + (here / "allowlist.py").read_bytes()
                           + (here / "spaces.py").read_bytes()
                           + (here / "restrictions.py").read_bytes()
+                          + (here / "conditionals.py").read_bytes()
                           + (here.parent / "srcrewrite.py").read_bytes()
                           + Path(__file__).read_bytes()).hexdigest()
 
@@ -98,11 +99,42 @@ def _balance_problems(toks: list[Token], file: str) -> list[Problem]:
     return []
 
 
+def template_header_end(toks: list[Token], k: int) -> int:
+    """For ``template <...>`` at toks[k], the index of its closing `>` (else k - 1): angle
+    brackets counted outside parentheses, `>>` as two."""
+    if toks[k].text != "template" or k + 1 >= len(toks) or toks[k + 1].text != "<":
+        return k - 1
+    angles, parens = 0, 0
+    for j in range(k + 1, len(toks)):
+        t = toks[j].text
+        parens += t in ("(", "[") and toks[j].kind == "punct"
+        parens -= t in (")", "]") and toks[j].kind == "punct"
+        if parens == 0:
+            angles += t == "<"
+            angles -= {">": 1, ">>": 2}.get(t, 0)
+            if angles <= 0:
+                return j
+        if t in (";", "{", "}"):
+            break
+    return k - 1
+
+
+def template_headers(toks: list[Token]) -> set[int]:
+    """Indices of the tokens inside every ``template <...>`` parameter list."""
+    inside: set[int] = set()
+    for k, t in enumerate(toks):
+        if t.text == "template":
+            inside.update(range(k + 2, template_header_end(toks, k)))
+    return inside
+
+
 def _declaration(toks: list[Token], k: int) -> tuple[list[Token], bool]:
     """The declaration starting at toks[k], up to its `=`, `;` or body, and whether it is a
-    function (a `(` after a name, at depth 0, then `;`, `{`, `const` or `noexcept`)."""
+    function (a `(` after a name, at depth 0, then `;`, `{`, `const` or `noexcept`). A
+    template's parameter list is read as one piece (`void (*f)(...)` in it declares no
+    function)."""
     depth = 0
-    for j in range(k, len(toks)):
+    for j in range(template_header_end(toks, k) + 1, len(toks)):
         t = toks[j].text
         if depth == 0 and t in ("=", ";", "{"):
             return toks[k:j], False
@@ -238,6 +270,9 @@ def preprocessed_problems(preprocessed: str, files: set[str]) -> list[Problem]:
         if file not in _BODIES | {_SIGNATURE}:
             out += _program_scope_problems(toks, file)
         out += restrictions.problems(toks, file, whole_file=file not in _MLX_PARTS)
+        # a function pointer as a template's parameter takes a function's address at compile
+        # time (a cast integer is no constant expression): llama.cpp passes its dequantizers so
+        headers = template_headers(toks)
         for k, t in enumerate(toks):
             if t.text in r["forbidden"]:
                 out.append(Problem(file, t.line, "keyword", f"`{t.text}`: "
@@ -253,7 +288,7 @@ def preprocessed_problems(preprocessed: str, files: set[str]) -> list[Problem]:
             elif t.text in (".*", "->*"):
                 out.append(Problem(file, t.line, "function-pointer", "pointers to members are "
                                    "not allowed"))
-            elif t.text == "(" and _function_pointer_at(toks, k):
+            elif t.text == "(" and k not in headers and _function_pointer_at(toks, k):
                 out.append(Problem(file, t.line, "function-pointer", "function pointers are "
                                    "not allowed in a kernel"))
     return out
@@ -326,12 +361,19 @@ def space_problems(preprocessed: str, files: set[str]) -> list[Diagnostic]:
             for p in spaces.missing_space_problems(run, file, types)]
 
 
-def vetting(files: set[str], main: str, tu: str) -> Vetting:
+def vetting(files: set[str], main: str, tu: str,
+            pending: conditionals.Pending | None = None) -> Vetting:
     """The checks a metal_sim build runs: on ``tu`` preprocessed (the parts from ``files``:
     the candidate's text as written, before the simulator's own rewrites) and on the linked
-    library (problems named after ``main``)."""
-    return Vetting(digest(), tu,
-                   lambda text: [p.diagnostic() for p in preprocessed_problems(text, files)],
+    library (problems named after ``main``). ``pending``: the source pass's findings inside
+    #if groups, which count when clang read their lines (``tu`` carries the groups' markers)."""
+    def preprocessed(text: str) -> list[Diagnostic]:
+        waited = []
+        if pending:
+            waited, text = pending.resolve(text)
+        return [p.diagnostic() for p in waited + preprocessed_problems(text, files)]
+
+    return Vetting(digest(), tu, preprocessed,
                    lambda lib: [p.diagnostic() for p in import_problems(lib, main)])
 
 
@@ -343,6 +385,7 @@ def with_address_spaces(base: Vetting, files: set[str], check_unit: str,
         found = base.preprocessed(text)
         if found:
             return found
+        text = conditionals.without_markers(text)
         found = space_problems(text, files)
         seen = {(d.file, d.line) for d in found}
         checked = spaces.run_check(check_unit, set(files) | {_SIGNATURE},

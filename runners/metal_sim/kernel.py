@@ -16,7 +16,7 @@ import numpy as np
 
 from runners import limits, srcrewrite
 from runners.dtypes import DTYPES, Tensor, dtype_name, poison, to_mx, to_tensor
-from runners.metal_sim import allowlist, codegen, expanded, spaces
+from runners.metal_sim import allowlist, codegen, conditionals, expanded, spaces
 from runners.settings import load_settings
 from runners.simbuild import build_kernel, kernel_tail
 from runners.simfaults import CompileError, KernelFault
@@ -117,16 +117,18 @@ class MetalKernel:
                                          self.atomic_outputs)
         return func, text, params
 
-    def _translation_units(self, inputs, out_types, template) -> tuple[str, str, str]:
+    def _translation_units(self, inputs, out_types, template,
+                           pending: conditionals.Pending | None = None) -> tuple[str, str, str]:
         """(the TU to compile, the TU the allow-list vets: the candidate's text as written,
         before the simulator's rewrites, its header ended by a newline so that no line holds
-        both the header and MLX's signature, and the address-space check unit: spaces.py),
-        all with `#include <metal_*>` lines blanked."""
+        both the header and MLX's signature, with the markers of its #if groups when
+        ``pending`` findings wait on them, and the address-space check unit: spaces.py), all
+        with `#include <metal_*>` lines blanked."""
         header, source = allowlist.blank_includes(self.header), allowlist.blank_includes(
             self.source)
         func = codegen.kernel_name(self.name, template, inputs, out_types)
 
-        def generate(header: str) -> tuple[str, list, int]:
+        def generate(header: str, source: str = source) -> tuple[str, list, int]:
             text, params = codegen.signature(func, header, source, self.input_names, inputs,
                                              self.output_names, out_types, template,
                                              self.atomic_outputs)
@@ -150,19 +152,27 @@ class MetalKernel:
         check = (spaces.CHECK_DEFINE + _TU_HEAD + spaces.CHECK_HEAD + _line_directives(
             text, spaces.check_text(text), header, source, sig_end) + "\n" + instance)
         vet_header = header + "\n" if header and not header.endswith("\n") else header
-        text, _, sig_end = generate(vet_header)
-        return (tu, _TU_HEAD + _line_directives(text, text, vet_header, source, sig_end) + "\n",
-                check)
+        vet_source = source
+        if pending:
+            vet_header = pending.mark("header.metal", vet_header)
+            vet_source = pending.mark("source.metal", source)
+        text, _, sig_end = generate(vet_header, vet_source)
+        return (tu, _TU_HEAD + _line_directives(text, text, vet_header, vet_source, sig_end)
+                + "\n", check)
 
-    def _source_problems(self) -> list:
-        found = allowlist.mlx_parts_problems(self.header, self.source)
+    def _source_problems(self) -> tuple[list, conditionals.Pending]:
+        """(what the allow-list refuses now, the findings inside #if groups that wait for
+        clang's verdict on them: conditionals.py)."""
+        found, pending = conditionals.split(
+            allowlist.mlx_parts_problems(self.header, self.source),
+            {"header.metal": self.header, "source.metal": self.source})
         if self.header and not self.header.endswith("\n") and allowlist.ends_in_directive(
                 self.header):
             found.append(allowlist.Problem(
                 "header.metal", self.header.count("\n") + 1, "directive", "the header ends "
                 "inside a #-line with no newline: MLX writes the kernel's signature right "
                 "after it, into the directive; end the header with a newline"))
-        return found
+        return found, pending
 
     def launch(self, *, inputs, output_shapes, output_dtypes, grid, threadgroup, template=None,
                init_value=None, verbose=False, stream=None) -> SimRun:
@@ -198,14 +208,15 @@ class MetalKernel:
             if nbytes > MAX_LAUNCH_BYTES:
                 raise ValueError(f"[metal_kernel] output `{name}` of shape {tuple(shape)} needs "
                                  f"{nbytes} bytes, over the simulator's {MAX_LAUNCH_BYTES}")
-        problems = self._source_problems()
+        problems, pending = self._source_problems()
         if problems:  # refused before anything is compiled
             return SimRun(False, diagnostics=[p.diagnostic() for p in problems], source=shown)
         settings = load_settings()
-        tu, vetted, check = self._translation_units(tensors, out_types, template)
+        tu, vetted, check = self._translation_units(tensors, out_types, template, pending)
         build = build_kernel(tu, checked=settings.sim_checks == "full", settings=settings,
                              vetting=expanded.with_address_spaces(
-                                 expanded.vetting(_CANDIDATE_FILES, "source.metal", vetted),
+                                 expanded.vetting(_CANDIDATE_FILES, "source.metal", vetted,
+                                                  pending),
                                  _CANDIDATE_FILES, check, settings))
         if not build.ok:
             return SimRun(False, diagnostics=build.diagnostics, source=shown, build=build)

@@ -19,11 +19,11 @@ from pathlib import Path
 import numpy as np
 
 from runners import srcrewrite
-from runners.metal_sim import allowlist, expanded, spaces
+from runners.metal_sim import allowlist, conditionals, expanded, function_constants, spaces
 from runners.metal_sim.codegen import ATTRIBUTE_HELPERS, ATTRIBUTE_VALUES, ATTRIBUTES
 from runners.metal_sim.kernel import _SYNC, THREADGROUP_MEMORY
 from runners.settings import load_settings
-from runners.simbuild import build_kernel, kernel_tail
+from runners.simbuild import Vetting, build_kernel, kernel_tail
 from runners.simhost import BufferArg, LaunchSpec, SimRecord, launch_dims, run_launch
 
 _ATTR_TYPES = dict(ATTRIBUTES)
@@ -93,8 +93,10 @@ def _attribute_value(p: Param) -> str:
 class MetalFunction:
     """One kernel of a MetalLibrary; ``launch`` runs it and returns a MetalRun record."""
 
-    def __init__(self, library: MetalLibrary, name: str, call: str, params: list[Param]):
+    def __init__(self, library: MetalLibrary, name: str, call: str, params: list[Param],
+                 constants: dict | None = None):
         self.library, self.name, self.call, self.params = library, name, call, params
+        self.constants = dict(constants or {})
 
     def _entry(self) -> str:
         # Buffer parameter types come from the function's own type, so template kernels work.
@@ -142,17 +144,15 @@ class MetalFunction:
             args.append(BufferArg(p.name, array.reshape(-1), "inout" if writable else "in"))
             if writable:
                 arrays[p.name] = value
-        problems = allowlist.source_problems(self.library.source, self.library.filename)
-        if problems:  # refused before anything is compiled
-            return MetalRun(False, diagnostics=[p.diagnostic() for p in problems])
         settings = load_settings()
-        checked = settings.sim_checks == "full"
         lib = self.library
-        build = build_kernel(lib.translation_unit() + self._entry(), checked=checked,
-                             settings=settings, vetting=expanded.with_address_spaces(
-                                 expanded.vetting({lib.filename}, lib.filename,
-                                                  lib.vetted_unit()),
-                                 {lib.filename}, lib.check_unit(), settings))
+        vetting = lib.vetting(settings)
+        if isinstance(vetting, MetalRun):  # refused before anything is compiled
+            return vetting
+        checked = settings.sim_checks == "full"
+        build = build_kernel(lib.translation_unit(constants=self.constants) + self._entry(),
+                             checked=checked,
+                             settings=settings, vetting=vetting)
         if not build.ok:
             return MetalRun(False, diagnostics=build.diagnostics, build=build)
         spec = LaunchSpec(groups=groups, threadgroup=tg, grid_threads=threads,
@@ -175,59 +175,94 @@ def _bare_instantiation(m: re.Match) -> str:
 class MetalLibrary:
     """A .metal source file, compiled on demand; ``function(name)`` picks a kernel."""
 
-    def __init__(self, source: str, filename: str = "kernel.metal"):
+    def __init__(self, source: str, filename: str = "kernel.metal",
+                 macros: dict[str, int | float | str] | None = None):
+        """``macros``: preprocessor macros the build defines (Metal's
+        MTLCompileOptions.preprocessorMacros; llama.cpp sets GGML_METAL_HAS_BF16 so): names
+        a kernel may declare, values numbers or names."""
         # the name goes into #line: a plain file name, never one of kport's own paths
         name = Path(filename).name
         self.source = source
         self.filename = name if re.fullmatch(r"[\w.-]+\.metal", name) else "kernel.metal"
         self.instantiations = {m["host"]: m["inst"] for m in _INSTANTIATION.finditer(source)}
+        allowlist.check_names(list(macros or {}), "macro")
+        for key, value in (macros or {}).items():
+            if isinstance(value, bool) or not (isinstance(value, (int, float)) or isinstance(
+                    value, str) and re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*|[0-9][0-9A-Za-z_.]*",
+                                                 value)):
+                raise ValueError(f"macro {key}: {value!r} is not a number or a name")
+        self.macros = dict(macros or {})
+        self.defines = "".join(f"#define {k} {v}\n" for k, v in self.macros.items())
 
     def build(self) -> MetalRun:
         """Compile the whole library, running nothing: every function, and every template
         kernel as each explicit instantiation (``[[host_name]]``) makes it. Returns a MetalRun
         record (``compiled``, ``diagnostics``); a build once made is cached."""
-        problems = allowlist.source_problems(self.source, self.filename)
-        if problems:  # refused before anything is compiled
-            return MetalRun(False, diagnostics=[p.diagnostic() for p in problems])
         settings = load_settings()
+        vetting = self.vetting(settings)
+        if isinstance(vetting, MetalRun):  # refused before anything is compiled
+            return vetting
         tu = self.translation_unit(instantiate=True) + kernel_tail("metal", False, "", "")
-        build = build_kernel(tu, checked=False, settings=settings,
-                             vetting=expanded.with_address_spaces(
-                                 expanded.vetting({self.filename}, self.filename,
-                                                  self.vetted_unit()),
-                                 {self.filename}, self.check_unit(), settings))
+        build = build_kernel(tu, checked=False, settings=settings, vetting=vetting)
         return MetalRun(build.ok, diagnostics=build.diagnostics, build=build)
 
-    def function(self, name: str) -> MetalFunction:
+    def vetting(self, settings) -> Vetting | MetalRun:
+        """The checks of a build of this source, or the refusal (a MetalRun) when the
+        allow-list's pass over the source as written refuses lines the compiler reads whatever
+        the #if conditions; findings inside #if groups wait for clang (conditionals.py)."""
+        problems = allowlist.source_problems(self.source, self.filename)
+        now, pending = conditionals.split(problems, {self.filename: self.source})
+        if now:
+            return MetalRun(False, diagnostics=[p.diagnostic() for p in now])
+        return expanded.with_address_spaces(
+            expanded.vetting({self.filename}, self.filename, self.vetted_unit(pending),
+                             pending),
+            {self.filename}, self.check_unit(), settings)
+
+    def function(self, name: str, constants: dict | None = None) -> MetalFunction:
+        """The kernel ``name`` (a function, or the host_name of an explicit instantiation);
+        ``constants``: function constant values by name or index, as Metal's
+        MTLFunctionConstantValues gives them (runners/metal_sim/function_constants.py)."""
         call = self.instantiations.get(name, name)
         base = call.split("<")[0].split("::")[-1]
         toks = srcrewrite.tokenize(self.source)
-        return MetalFunction(self, name, call, _find_kernel(toks, base))
+        function_constants.table(self.source, constants)  # a bad name or value: ValueError now
+        return MetalFunction(self, name, call, _find_kernel(toks, base), constants)
 
-    def translation_unit(self, *, instantiate: bool = False) -> str:
+    def translation_unit(self, *, instantiate: bool = False,
+                         constants: dict | None = None) -> str:
         """The C++ the simulator compiles (the entry follows it); the source's macros end
-        with it. ``instantiate``: keep every explicit instantiation (for ``build``)."""
+        with it. ``instantiate``: keep every explicit instantiation (for ``build``);
+        ``constants``: the function constants' values."""
         # Else explicit instantiations are dropped: the entry's call instantiates what it needs.
-        code = allowlist.blank_includes(self.source)
+        code = function_constants.rewrite(allowlist.blank_includes(self.source))
         code = _INSTANTIATION.sub(_bare_instantiation if instantiate else lambda m: " " * len(
             m[0].split("\n")[0]) + "\n" * m[0].count("\n"), code)
         code = srcrewrite.rewrite_group_storage(code, "threadgroup")
         code = srcrewrite.strip_address_spaces(code)
         code = srcrewrite.rewrite_metal_constructors(code)
         code = re.sub(r"\bkernel\b(?=\s+void)", "      ", code)
-        undefs = "".join(f"#undef {n}\n" for n in allowlist.macro_names(self.source))
-        return (_HEAD + ATTRIBUTE_HELPERS + f'#line 1 "{self.filename}"\n{code}\n'
+        names = allowlist.macro_names(self.source) + list(self.macros) + [
+            c.name for c in function_constants.declared(self.source)]
+        undefs = "".join(f"#undef {n}\n" for n in names)
+        return (_HEAD + ATTRIBUTE_HELPERS + function_constants.table(self.source, constants)
+                + self.defines + f'#line 1 "{self.filename}"\n{code}\n'
                 + '#line 1 "kport-entry"\n' + undefs)
 
     def check_unit(self) -> str:
         """The address-space check unit (spaces.py): explicit instantiations kept, without
         their Metal attributes, so template kernels are checked as instantiated."""
-        code = _INSTANTIATION.sub(_bare_instantiation, allowlist.blank_includes(self.source))
+        code = _INSTANTIATION.sub(_bare_instantiation, function_constants.rewrite(
+            allowlist.blank_includes(self.source)))
         code = re.sub(r"\bkernel\b(?=\s+void)", "      ", spaces.check_text(code))
         return (spaces.CHECK_DEFINE + _HEAD + spaces.CHECK_HEAD
+                + function_constants.table(self.source, None) + self.defines
                 + f'#line 1 "{self.filename}"\n{code}\n')
 
-    def vetted_unit(self) -> str:
-        """The source as written, for the allow-list's preprocessed pass."""
-        return (_HEAD + f'#line 1 "{self.filename}"\n'
-                + allowlist.blank_includes(self.source) + "\n")
+    def vetted_unit(self, pending: conditionals.Pending | None = None) -> str:
+        """The source as written, for the allow-list's preprocessed pass (with the markers of
+        its #if groups when findings wait on them)."""
+        text = allowlist.blank_includes(self.source)
+        if pending:
+            text = pending.mark(self.filename, text)
+        return _HEAD + self.defines + f'#line 1 "{self.filename}"\n' + text + "\n"

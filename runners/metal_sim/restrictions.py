@@ -87,7 +87,22 @@ def _opens_lambda(toks: list[Token], k: int) -> bool:
         return False  # the second `[` of `[[`
     if prev.kind == "identifier":
         return prev.text in _EXPRESSION_WORDS
+    if prev.text in ("{", ",") and _designator(toks, k):
+        return False
     return prev.kind == "punct" and prev.text not in (")", "]", ">")
+
+
+def _designator(toks: list[Token], k: int) -> bool:
+    """Whether the `[` at toks[k] opens an array designator in a braced initializer:
+    `{ [2] = x }`, or GNU's range `{ [0 ... N-1] = x }` (llama.cpp's flash attention writes
+    it; clang, Apple's compiler among them, accepts both in C++)."""
+    depth = 0
+    for j in range(k, len(toks)):
+        depth += toks[j].text == "["
+        depth -= toks[j].text == "]"
+        if depth == 0:
+            return j + 1 < len(toks) and toks[j + 1].text in ("=", ".", "[")
+    return False
 
 
 def _strong_order(toks: list[Token], open_: int) -> Token | None:

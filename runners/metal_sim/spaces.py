@@ -44,6 +44,8 @@ TYPE_TEMPLATES = frozenset({"vec", "atomic", "packed_vec", "matrix", "simdgroup_
 # a pointer/reference segment ends at these, walking back from its `*` or `&`
 _STOPS = {"(", ")", ",", ";", "{", "}", "=", "[", "]", ":", "?", "*", "&", "&&", "return",
           "typedef", "using", "template", "[[", "]]", "else", "do"}
+# After these a name and `*` start an expression, never a declaration.
+_EXPRESSION_BEFORE = {"[", "return", "?"}
 
 
 def check_text(text: str) -> str:
@@ -139,14 +141,17 @@ def missing_space_problems(toks: list[Token], file: str, extra_types=()) -> list
         if t.text not in ("*", "&") or not k or not _type_ends_at(toks, k - 1, types,
                                                                     templates):
             continue
-        j, found, deduced = k - 1, False, False
+        j, found, deduced, operator = k - 1, False, False, False
         while j >= 0 and toks[j].text not in _STOPS:
             if toks[j].text == ">":
                 open_ = _open_angle(toks, j)
                 j = open_ if open_ >= 0 else j
             found |= toks[j].text in SPACES
             deduced |= toks[j].text in ("auto", "decltype")
+            operator |= toks[j].kind == "punct" and toks[j].text not in ("::", "<", ">")
             j -= 1
+        if operator or j >= 0 and toks[j].text in _EXPRESSION_BEFORE:
+            continue  # `a[T * n]`, `return T * n`, `x + T * n`: a product, T being a value here
         if j >= 0 and toks[j].text in ("*", "&") and not found:
             # `T* device* p`: the words after the first `*` qualify its pointee
             found = any(x.text in SPACES for x in toks[j + 1:k])

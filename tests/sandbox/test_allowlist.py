@@ -123,7 +123,9 @@ REFUSED = {  # body -> the check that refuses it, and in which pass
     "float (*fp)(float) = nullptr;": "[function-pointer]",
     "%:include <metal_stdlib>": "[include]",
     "#define H(x) x ## 1": "[token-pasting]",
-    "#if __METAL_VERSION__ >= 300\n#endif": "[reserved-name]",
+    "#if __cplusplus >= 201402L\n#endif": "[reserved-name]",  # its value is C++20's here
+    "#if 1\nint __probe = 0;\n#endif": "[reserved-name]",  # in a group clang reads
+    "#if 0\n#elif defined(__x86_64__)\n#endif": "[reserved-name]",  # an #elif clang evaluates
     "#define P(x) _Pragma(#x)\nP(clang optimize off)": "[pragma]",
 }
 

@@ -28,6 +28,10 @@
 
 #define METAL_FUNC inline __attribute__((always_inline))
 #define __METAL__ 1
+// Apple's compiler defines the MSL version it compiles: 310 for MSL 3.1, the lowest that MLX
+// uses (macOS 14; docs/msl-rules.md). metal_sim compiles as that version: code written for a
+// newer one behind `#if __METAL_VERSION__ >= 320` is left out, as on the oldest Mac MLX runs on.
+#define __METAL_VERSION__ 310
 
 // Half literals: 1.0h. (Metal's `H` and `bf` suffixes are not valid C++ user-defined literals
 // in clang; the source rewrite must turn them into `h` / bfloat(x).)

@@ -1,4 +1,4 @@
-// attack: tests __METAL_VERSION__, which the simulator defines differently
+// attack: tests __METAL_VERSION__ to tell the simulator from a Mac (metal_sim defines it, 310)
 // goal: verdict
 uint i = thread_position_in_grid.x;
 #if !defined(__METAL_VERSION__)

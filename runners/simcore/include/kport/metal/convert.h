@@ -42,11 +42,28 @@ __KP_INLINE constexpr V convert(const X& x);
 template <class A>
 inline constexpr bool make_arg_ok = arith_scalar<A> || vinfo<A>::is_vector;
 
+// The address-space check unit (runners/metal_sim/spaces.py) gives device and threadgroup
+// objects clang's address spaces, where a class object (a packed vector, a matrix) cannot bind
+// a `const A&` of the generic space or call a member, as it can in MSL. The check only
+// type-checks, so there an argument of another space is read as a generic one; everywhere
+// else __KP_GENERIC is the value itself.
+template <class T>
+struct generic_space { using type = T; };
+#if __KP_ADDRESS_SPACES
+template <class T, int N>
+struct generic_space<__attribute__((address_space(N))) T> { using type = T; };
+#endif
+template <class A>
+inline constexpr bool in_space_v = !is_same_v<A, typename generic_space<A>::type>;
+#define __KP_GENERIC(A, x) (*(const typename generic_space<A>::type*)&(x))
+
 // Metal vector constructor: one scalar splats; otherwise the lanes of all arguments, in order,
 // must add up to exactly the lane count of V. Each lane is value-converted.
 template <class V, class... A>
 __KP_INLINE constexpr V make(const A&... a) {
-  if constexpr (is_matrix_v<V>) {
+  if constexpr ((in_space_v<A> || ...)) {
+    return make<V>(__KP_GENERIC(A, a)...);
+  } else if constexpr (is_matrix_v<V>) {
     return V(a...);
   } else if constexpr (is_packed_v<V>) {
     return V(make<typename V::vector_type>(a...));
@@ -86,7 +103,9 @@ __KP_INLINE constexpr V make(const A&... a) {
 // bool4 gives 1.0; store the comparison in a bool4 first, or use select().
 template <class V, class X>
 __KP_INLINE constexpr V convert(const X& x) {
-  if constexpr (is_matrix_v<V>) {
+  if constexpr (in_space_v<X>) {
+    return convert<V>(__KP_GENERIC(X, x));
+  } else if constexpr (is_matrix_v<V>) {
     return V(x);
   } else if constexpr (is_packed_v<V>) {
     return V(convert<typename V::vector_type>(x));
@@ -103,8 +122,13 @@ __KP_INLINE constexpr V convert(const X& x) {
     static_assert(lanes_v<X> == lanes_v<V>,
                   "Metal cast: vector conversions need the same lane count (use a swizzle)");
     using E = elem_t<V>;
+    // half <-> bfloat lane by lane through float (cvt): clang's x86 back end cannot convert
+    // a __bf16 vector to _Float16 directly ("Do not know how to soft promote this operator's
+    // operand"), a crash llama.cpp's bfloat4x4 -> half4x4 dequantizer hit
+    constexpr bool half_bfloat = (is_same_v<E, half> && is_same_v<elem_t<X>, bfloat>) ||
+                                 (is_same_v<E, bfloat> && is_same_v<elem_t<X>, half>);
     if constexpr (ext_vector<V> && ext_vector<X> && !is_same_v<E, bool> &&
-                  !is_same_v<elem_t<X>, bool>) {
+                  !is_same_v<elem_t<X>, bool> && !half_bfloat) {
       return __builtin_convertvector(x, V);
     } else {
       E buf[lanes_v<V>] = {};
