@@ -156,13 +156,20 @@ def killed_port(home: Path, out: Path, point: str) -> subprocess.CompletedProces
                           env=env, cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
-def test_a_kill_while_the_package_is_written_leaves_the_old_package(tmp_path):
+def killed_second_port(tmp_path: Path, point: str) -> tuple[Path, Path, dict[str, str]]:
+    """(KPORT_HOME, the package folder, its files before): a port written, then a second one
+    into the same folder killed at ``point``."""
     home, out = tmp_path / "home", tmp_path / "pkg"
     assert port(home, out, case=SOFTMAX).returncode == 0
     before = tree(out)
-    proc = killed_port(home, out, "stage written")
+    proc = killed_port(home, out, point)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
-    assert beside(out), "the killed write left no stage: it was not mid-write"
+    assert beside(out), "the killed write left nothing beside the folder: it was not mid-write"
+    return home, out, before
+
+
+def test_a_kill_while_the_package_is_written_leaves_the_old_package(tmp_path):
+    home, out, before = killed_second_port(tmp_path, "stage written")
     assert tree(out) == before  # the old package, whole
     # the next write puts the old package back (or finds it in place) and cleans up
     assert port(home, out).returncode == 0
@@ -170,11 +177,7 @@ def test_a_kill_while_the_package_is_written_leaves_the_old_package(tmp_path):
 
 
 def test_a_kill_between_the_renames_is_recovered_before_the_next_write_reads(tmp_path):
-    home, out = tmp_path / "home", tmp_path / "pkg"
-    assert port(home, out, case=SOFTMAX).returncode == 0
-    before = tree(out)
-    proc = killed_port(home, out, "between the renames")
-    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    _, out, before = killed_second_port(tmp_path, "between the renames")
     assert not out.exists()  # the old package is aside, the new one not yet in place
     from agent.out_folder import check_out_folder
     check_out_folder(out, force=False)  # what every write does first
