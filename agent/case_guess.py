@@ -1,7 +1,7 @@
 """A case for a kernel that comes without one (`kport port FILE.cu` with no --case): roles and
 element types from the translator, sizes from --size, and guesses for everything else, each
 guess listed so the report can say what to check. The result is a real case folder (case.toml
-plus the CUDA source), valid for evals.cases.load_case, whose oracle is the CUDA kernel itself
+plus the CUDA source), valid for corpus.cases.load_case, whose oracle is the CUDA kernel itself
 run in cuda_sim. The output package holds it as case.guessed.toml (never case.toml, which may be
 the user's); the user corrects it and runs again with --case DIR/case.guessed.toml, which
 load_case_arg reads.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from agent.translate import translate_kernel
 from agent.translate.analyze import TYPE_DTYPES
-from evals.cases import CATEGORIES, load_case
+from corpus.cases import CATEGORIES, load_case
 from runners.errors import KportError
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -141,8 +141,8 @@ def load_case_arg(path: Path, scratch: Path):
     """The case a --case argument names: a case folder or its case.toml (loaded where it is),
     or another TOML file such as a package's case.guessed.toml, or a folder holding only that
     (loaded from a copy of its folder under ``scratch`` with the file as case.toml, since
-    evals.cases.load_case reads FOLDER/case.toml). Raises CaseError naming the user's file."""
-    from evals.cases import CaseError
+    corpus.cases.load_case reads FOLDER/case.toml). Raises CaseError naming the user's file."""
+    from corpus.cases import CaseError
 
     path = Path(path).expanduser()
     if path.name == "case.toml" or (path.is_dir() and (path / "case.toml").is_file()):
@@ -176,7 +176,7 @@ def with_sizes(case, sizes: dict[str, int]):
 
 def total_bytes(case, sizes: dict[str, int]) -> int:
     """Bytes of every array argument at ``sizes`` (to pick small oracle size sets)."""
-    from evals.cases import evaluate
+    from corpus.cases import evaluate
 
     return sum(math.prod(int(evaluate(s, sizes)) for s in a.shape) for a in case.args
                if a.role != "scalar") * 4

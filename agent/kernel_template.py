@@ -29,7 +29,7 @@ _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
 _FUNCS = {"min": min, "max": max, "ceil_div": lambda a, b: -(-a // b)}
 
 
-# The same grammar as evals.cases.evaluate, on purpose: kernel.py must run on a Mac where kport
+# The same grammar as corpus.cases.evaluate, on purpose: kernel.py must run on a Mac where kport
 # is not installed, so it carries its own small evaluator.
 def evaluate(expr, sizes: dict):
     """An int/float, or an expression over the size names (+ - * // % / ** << >>, min, max,

@@ -98,7 +98,7 @@ def sim_run(body: str, inputs: dict, outputs: dict, grid: list[int], threadgroup
 
 
 def _case(case: str):
-    from evals.cases import discover, load_case
+    from corpus.cases import discover, load_case
 
     path = Path(case)
     return load_case(path) if (path / "case.toml").is_file() else discover(None, [case])[0]
@@ -106,7 +106,7 @@ def _case(case: str):
 
 def check_port(case: str, body: str, header: str = "") -> dict:
     """Judge a Metal body for a corpus case (id or folder) through the cheat-proof harness."""
-    from evals.harness import judge
+    from agent.harness import judge
 
     return {"verdict": judge(_case(case), body, header).as_json()}
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from agent.llm import redact
-from evals.cases import evaluate
+from corpus.cases import evaluate
 
 TEMPLATE = Path(__file__).with_name("kernel_template.py")
 # What a package holds (the oracle files numbered), as /save in `kport chat` announces it.
@@ -158,7 +158,7 @@ def oracle_sets(case) -> list[dict[str, int]]:
 def write_oracle(folder: Path, case, spec: dict) -> tuple[list[dict], list[str]]:
     """Save oracle inputs and outputs (seed 0) as oracle_<i>.npz and oracle.json; returns
     (sets written, notes about sets skipped because the oracle failed)."""
-    from evals.corpus_check import make_inputs, run_cuda, run_reference
+    from corpus.check import make_inputs, run_cuda, run_reference
 
     outs = {n for n, a in spec["args"].items() if a["role"] in ("out", "inout")}
     entries, notes = [], []

@@ -60,7 +60,7 @@ def _load_inputs(file: Path, kernel: str | None, case_dir: Path | None, sizes, s
                  grid, block, staging: Path, out_name: str):
     """(src, kernel, case, guessed, guessed folder) for the CLI's arguments."""
     from agent.case_guess import guess_case, load_case_arg, with_sizes
-    from evals.cases import CaseError
+    from corpus.cases import CaseError
     from kb.rules_match import kernel_tokens
     from runners.errors import KportError
 

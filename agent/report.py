@@ -72,7 +72,7 @@ def build_report(state: dict, *, source: str, case, mode: str, llm_name: str | N
 
 
 def _compiler() -> str:
-    from evals.corpus_check import compiled_by
+    from corpus.check import compiled_by
 
     return compiled_by()
 

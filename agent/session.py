@@ -100,7 +100,7 @@ def learn(case, candidate: dict, settings) -> dict:
     """Add an accepted port to the KB as a CUDA/Metal analogue pair (creating the KB if there
     is none); returns the store's counts (added, present). Raises KBError when the store
     cannot be written."""
-    from evals.port_check import case_with_port
+    from corpus.port_check import case_with_port
     from kb.ingest import case_chunks
     from kb.store import KBStore
 

@@ -104,7 +104,7 @@ def candidate_from(tr: dict, origin: str) -> dict:
 
 
 def as_port(candidate: dict) -> SimpleNamespace:
-    """A candidate as the object evals.port_check.check_translation takes."""
+    """A candidate as the object corpus.port_check.check_translation takes."""
     return SimpleNamespace(**{k: candidate.get(k) for k in CANDIDATE_KEYS})
 
 

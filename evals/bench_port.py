@@ -20,8 +20,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from agent.translate import translate_kernel
-from evals.cases import discover
-from evals.port_check import check_translation
+from corpus.cases import discover
+from corpus.port_check import check_translation
 from kb.parse import functions
 from runners.errors import KportError
 from runners.lifetime import temp_folder

@@ -46,8 +46,8 @@ def check(case_dir: Path = typer.Argument(..., help="a corpus case folder (with 
     A case folder is code: only the bundled corpus's references run outside the jail.
     --unsandboxed: where the OS gives no jail, run anyway, unprotected (the verdict says so).
     """
-    from evals.cases import CaseError, load_case
-    from evals.harness import judge
+    from agent.harness import judge
+    from corpus.cases import CaseError, load_case
     from runners.errors import KportError
 
     case = load_case(case_dir)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import typer
 
-from evals.cases import discover
+from corpus.cases import discover
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
                   help=__doc__.splitlines()[0])
@@ -30,7 +30,7 @@ def list_cases(root: Path = ROOT,
     from rich.markup import escape
     from rich.table import Table
 
-    from evals.corpus_check import case_features
+    from corpus.check import case_features
 
     cases = discover(root)
     rows = [{"id": c.id, "category": c.category, "title": c.title,
@@ -59,7 +59,7 @@ def check(ids: list[str] = typer.Argument(None, help="case ids or number prefixe
     from rich.markup import escape
     from rich.table import Table
 
-    from evals.corpus_check import check_case
+    from corpus.check import check_case
 
     outcomes = []
     console = Console(stderr=as_json)

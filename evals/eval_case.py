@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from evals.cases import CaseError, CaseSpec, evaluate, load_case
+from corpus.cases import CaseError, CaseSpec, evaluate, load_case
 from runners.errors import KportError
 from runners.lifetime import temp_folder
 
@@ -131,7 +131,7 @@ def smallest_sizes(case: CaseSpec) -> CaseSpec:
 
 def _judge(case: CaseSpec, cand: dict, task: CaseTask, rec: dict) -> None:
     """Judge ``cand`` (body, header and launch keys) into ``rec``."""
-    from evals.harness import LAUNCH_KEYS, judge
+    from agent.harness import LAUNCH_KEYS, judge
 
     per_run = min(120.0, task.timeout)
     v = judge(case, cand["body"], cand.get("header") or "", seeds=task.seeds, timeout=per_run,

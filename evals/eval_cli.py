@@ -5,7 +5,7 @@
                [--force]
 
 Each case is one task in a worker process: offline, the translator's draft; llm, the porting
-agent (needs KPORT_MODEL). Every port is judged by the cheat-proof harness (evals/harness.py).
+agent (needs KPORT_MODEL). Every port is judged by the cheat-proof harness (agent/harness.py).
 OUT/results.jsonl gets one line per case as it finishes; OUT/run.json the settings, versions
 and the metrics. --resume skips the cases already in results.jsonl. OUT must be new, empty or a
 run folder of kport eval; one holding other files is refused before any case runs, unless
@@ -36,7 +36,7 @@ def select_cases(targets: list[str]) -> list:
     """The cases named by ``targets``: corpus folders (every case in them), case folders and
     case ids of the bundled corpus (exact or a number prefix: "001"); no targets: the whole
     bundled corpus. Raises CaseError for a path or id that names nothing, or one id twice."""
-    from evals.cases import CaseError, discover, load_case
+    from corpus.cases import CaseError, discover, load_case
 
     if not targets:
         return discover()
@@ -88,8 +88,8 @@ def versions(executor: str) -> dict:
 
 
 def compiled_by_summary() -> str:
-    """Who compiles candidates here (evals.corpus_check.compiled_by)."""
-    from evals.corpus_check import compiled_by
+    """Who compiles candidates here (corpus.check.compiled_by)."""
+    from corpus.check import compiled_by
 
     return compiled_by()
 

@@ -43,8 +43,8 @@ class Run:
 
 def runs() -> list[Run]:
     """The conformance cases, then every corpus case at its default and first variant sizes."""
-    from evals.cases import discover, evaluate
-    from evals.corpus_check import make_inputs
+    from corpus.cases import discover, evaluate
+    from corpus.check import make_inputs
 
     out = [Run(c.name, seed, c.code, c.kernel, c.grid, c.block, c.shared_mem, (),
                c.make(np.random.default_rng(seed)), c.rtol, c.atol)

@@ -307,6 +307,6 @@ def case_chunks(case, source: str = "corpus") -> list[Chunk]:
 
 def corpus_chunks(root: Path | None = None, skip: set[str] = frozenset()) -> list[Chunk]:
     """Pairs from every corpus case (the bundled corpus by default), except ``skip`` ids."""
-    from evals.cases import discover
+    from corpus.cases import discover
 
     return [ch for case in discover(root) if case.id not in skip for ch in case_chunks(case)]

@@ -25,7 +25,7 @@ def _find_case(file: Path, kernel: str, case_opt: str | None, settings, sid: str
     """(case, how it was found, what was guessed) for ``kernel`` of ``file``."""
     from agent.case_guess import guess_case, load_case_arg
     from agent.package import python_name
-    from evals.cases import load_case
+    from corpus.cases import load_case
 
     if case_opt:  # a case folder, its case.toml, or a package's case.guessed.toml
         case = load_case_arg(Path(case_opt), session_dir(settings, sid) / "case-arg")
@@ -199,7 +199,7 @@ def cmd_check(state, args, ctx, say) -> dict:
     case = load_case_of(state)
     cand = ver["candidate"]
     if "--strict" in opts:
-        from evals.harness import judge
+        from agent.harness import judge
 
         say(f"judging v{ver['n']} in the hardened harness (child process, static checks, "
             "every size set, 3 seeds, a repeat run)")

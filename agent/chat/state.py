@@ -125,7 +125,7 @@ def split_args(args: list[str], usage: str, flags: dict[str, bool]) -> tuple[lis
 
 def load_case_of(state):
     """The CaseSpec checks of this session run against."""
-    from evals.cases import load_case
+    from corpus.cases import load_case
 
     need_kernel(state)
     return load_case(Path(state["case_dir"]))

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from evals.cases import evaluate
+from corpus.cases import evaluate
 from runners.dtypes import DTYPES
 
 NO_GPU = ("No Apple GPU timing exists: this machine has no Metal (mx.metal.is_available() is "
@@ -87,7 +87,7 @@ def _apple_timing(candidate: dict, case, sizes: dict[str, int]) -> dict | None:
         return None
     import mlx.core as mx
 
-    from evals.corpus_check import make_inputs
+    from corpus.check import make_inputs
     from runners.dtypes import Tensor, to_mx
 
     by_name = {a.name: a for a in case.args}

@@ -6,7 +6,7 @@ candidate that fails is a record with its diagnostics, never an exception.
 from __future__ import annotations
 
 from agent.state import as_port
-from evals.port_check import check_translation
+from corpus.port_check import check_translation
 from runners.errors import KportError
 
 _MISMATCH = ("differ", "shape ", "missing", "NaN in the result")

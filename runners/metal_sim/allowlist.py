@@ -254,9 +254,17 @@ def source_problems(text: str, file: str, *, body: bool = False) -> list[Problem
 
 
 def mlx_parts_problems(header: str, body: str) -> list[Problem]:
-    """source_problems of an MLX metal_kernel's two parts: its header and its body."""
-    return (source_problems(header, "header.metal")
-            + source_problems(body, "source.metal", body=True))
+    """source_problems of an MLX metal_kernel's two parts: its header and its body. A port may
+    not test the MSL version (a .metal library may): metal_sim compiles as MSL 3.1 only, so
+    code for another version would be judged by code that never ran."""
+    out = []
+    for text, file, is_body in ((header, "header.metal", False), (body, "source.metal", True)):
+        out += source_problems(text, file, body=is_body)
+        out += [Problem(file, t.line, "reserved-name", "`__METAL_VERSION__`: a port runs on "
+                        "every MSL version MLX builds with (3.1 to 4.1) and is checked as 3.1; "
+                        "write one code path") for t in lex(text)[0]
+                if t.text == "__METAL_VERSION__"]
+    return out
 
 
 def ends_in_directive(text: str) -> bool:

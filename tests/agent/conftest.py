@@ -3,9 +3,10 @@
 import time
 
 import pytest
-from agent_fakes import reply
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
+
+from tests.agent.agent_fakes import reply
 
 
 @pytest.fixture
@@ -22,7 +23,7 @@ def fake_llm():
 
 @pytest.fixture(scope="session")
 def saxpy():
-    from evals.cases import discover
+    from corpus.cases import discover
 
     return discover(ids=["001"])[0]
 

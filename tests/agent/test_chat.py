@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from agent_fakes import reply
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+from tests.agent.agent_fakes import reply
 
 ROOT = Path(__file__).parents[2]
 SAXPY = ROOT / "corpus" / "cases" / "001_saxpy"

@@ -4,11 +4,11 @@ redaction of keys."""
 import sys
 
 import pytest
-from agent_fakes import reply
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
 from agent import llm
 from runners.settings import load_settings
+from tests.agent.agent_fakes import reply
 
 
 def settings(**env):

@@ -2,11 +2,11 @@
 scripted fake chat model; budgets; checkpoints resumed by thread id."""
 
 import pytest
-from agent_fakes import SAXPY_NO_COMPILE, SAXPY_OK, SAXPY_WRONG, launch, reply
 
 from agent.graph import NODES, build_graph
 from agent.session import new_thread_id, run_port
 from runners.settings import load_settings
+from tests.agent.agent_fakes import SAXPY_NO_COMPILE, SAXPY_OK, SAXPY_WRONG, launch, reply
 
 
 def run(ctx, thread=None, **kw):
@@ -116,7 +116,7 @@ def test_a_kill_between_a_steps_results_and_its_checkpoint_resumes(port_ctx):
     assert resumed.values["decision"] == "accept" and len(resumed.values["attempts"]) == 1
 
 def test_a_thread_cannot_be_reused_for_another_kernel(port_ctx):
-    from evals.cases import discover
+    from corpus.cases import discover
     from runners.errors import KportError
 
     thread = new_thread_id("saxpy")

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from agent_fakes import SAXPY_OK
+
+from tests.agent.agent_fakes import SAXPY_OK
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "corpus" / "cases"

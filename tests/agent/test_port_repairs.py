@@ -45,7 +45,7 @@ def test_diagnoses_come_from_fix_rules_lints_and_the_comparison():
 
 def test_offline_agent_stops_and_says_why_when_no_repair_applies(port_ctx):
     from agent.session import new_thread_id, run_port
-    from evals.cases import discover
+    from corpus.cases import discover
     from runners.settings import load_settings
 
     case = discover(ids=["039"])[0]  # the draft needs 41 KB of threadgroup memory

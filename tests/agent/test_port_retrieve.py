@@ -8,7 +8,7 @@ import pytest
 
 from agent.nodes.retrieve import analogues
 from agent.state import PortContext
-from evals.cases import discover
+from corpus.cases import discover
 
 CASES = ("001", "005", "012")
 

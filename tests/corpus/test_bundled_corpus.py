@@ -2,8 +2,8 @@
 
 import pytest
 
-from evals.cases import discover
-from evals.corpus_check import check_case
+from corpus.cases import discover
+from corpus.check import check_case
 
 CASES = discover()
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.cases import CaseError, discover, evaluate, load_case
+from corpus.cases import CaseError, discover, evaluate, load_case
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "corpus" / "cases" / "001_saxpy"
 

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from evals.cases import load_case
-from evals.corpus_check import check_case
+from corpus.cases import load_case
+from corpus.check import check_case
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "corpus" / "cases" / "001_saxpy"
 

@@ -2,7 +2,8 @@
 shared by tests/evals/test_eval_runs.py and tests/evals/test_report.py."""
 
 import pytest
-from eval_fixtures import CHEAP, kport
+
+from tests.evals.eval_fixtures import CHEAP, kport
 
 
 @pytest.fixture(scope="session")

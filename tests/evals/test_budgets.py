@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from evals.cases import load_case
-from evals.corpus_check import make_inputs
+from corpus.cases import load_case
+from corpus.check import make_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
 SAXPY = ROOT / "corpus" / "cases" / "001_saxpy"
@@ -29,7 +29,7 @@ def _slow(blocks: str) -> str:
 
 
 def _run(body: str, header: str, timeout: float):
-    from evals.harness import run_candidate
+    from agent.harness import run_candidate
 
     case = load_case(SAXPY)
     sizes = case.size_sets()[0]

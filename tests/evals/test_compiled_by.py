@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from evals.cases import load_case
-from evals.harness import judge
+from agent.harness import judge
+from corpus.cases import load_case
 from runners import mlx_metal
 
 SAXPY = Path(__file__).resolve().parents[2] / "corpus" / "cases" / "001_saxpy"

@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from evals.cases import discover
+from corpus.cases import discover
 
 NEEDS_RESTRUCTURING = {"021_gemm_wmma_half", "039_flash_attention_fwd_causal_d128",
                        "041_mamba1_selective_scan_fwd", "043_flash_attention_fwd_d128"}

@@ -10,11 +10,11 @@ import sys
 import time
 
 import pytest
-from eval_fixtures import CHEAP, ROOT, kport
 
-from evals.cases import discover
+from corpus.cases import discover
 from evals.eval_case import RESULT_FIELDS, make_task, run_case
 from evals.results import RESULTS, RunDirError, read_results
+from tests.evals.eval_fixtures import CHEAP, ROOT, kport
 
 
 def lines(folder) -> list[dict]:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from evals.cases import load_case
-from evals.harness import judge, scrubbed_env
+from agent.harness import judge, scrubbed_env
+from corpus.cases import load_case
 
 ROOT = Path(__file__).parents[2]
 SAXPY = load_case(ROOT / "corpus" / "cases" / "001_saxpy")
@@ -83,7 +83,7 @@ def test_kport_check_exit_codes_and_json():
 
 
 def test_implausible_speed_is_flagged_against_the_chip_roofline():
-    from evals.harness import implausible_speed
+    from agent.harness import implausible_speed
 
     # 1 GiB read + written on an M1 (68.25 GB/s): at least ~31 ms
     assert "roofline" in implausible_speed(1e-3, 2 * 2**30, 0, "M1")
@@ -91,7 +91,7 @@ def test_implausible_speed_is_flagged_against_the_chip_roofline():
 
 
 def test_library_fallbacks_in_python_candidates_are_found():
-    from evals.static_checks import python_fallback_findings
+    from corpus.static_checks import python_fallback_findings
 
     fb = python_fallback_findings((FIX / "fallback_kernel.py").read_text())
     assert any("try/except" in f for f in fb) and any("`softmax`" in f for f in fb)
@@ -108,7 +108,7 @@ def test_library_fallbacks_in_python_candidates_are_found():
 
 
 def test_a_package_kport_port_writes_passes_the_python_checks(tmp_path):
-    from evals.static_checks import python_fallback_findings
+    from corpus.static_checks import python_fallback_findings
 
     out = tmp_path / "pkg"
     proc = subprocess.run([sys.executable, "-m", "agent.cli", "port",

@@ -3,8 +3,8 @@ the allow-list, the jail, the lockdown and a held-out size set of each run in fo
 
 import pytest
 
-from evals.cases import discover
-from evals.harness import judge
+from agent.harness import judge
+from corpus.cases import discover
 
 CASES = [c for c in discover() if c.metal is not None]
 pytestmark = pytest.mark.slow

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from eval_fixtures import kport
+
+from tests.evals.eval_fixtures import kport
 
 CHROMIUM = next((p for p in (shutil.which("chromium"), "/usr/bin/chromium") if p and
                  Path(p).is_file()), None)

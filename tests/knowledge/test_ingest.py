@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 import kb.ingest as ingest_mod
-from evals.cases import discover
+from corpus.cases import discover
 from kb.ingest import corpus_chunks, ingest, pair_chunks
 
 SOFTMAX = """

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from agent.cli import EXIT_BUG, main
-from evals.cases import CASE_MAX_BYTES, CaseError, evaluate, load_case
-from evals.corpus_check import make_inputs
+from corpus.cases import CASE_MAX_BYTES, CaseError, evaluate, load_case
+from corpus.check import make_inputs
 from runners import limits
 
 ROOT = Path(__file__).resolve().parents[2]

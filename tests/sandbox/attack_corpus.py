@@ -15,7 +15,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from traces import Traces
+from tests.sandbox.traces import Traces
 
 HERE = Path(__file__).parent
 ATTACKS = HERE / "attacks"

@@ -5,8 +5,9 @@ import os
 from pathlib import Path
 
 import pytest
-from attack_corpus import SAXPY
-from traces import Traces
+
+from tests.sandbox.attack_corpus import SAXPY
+from tests.sandbox.traces import Traces
 
 
 @pytest.fixture

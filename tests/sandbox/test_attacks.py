@@ -8,10 +8,10 @@ import sys
 
 import numpy as np
 import pytest
-from attack_corpus import ROOT, SAXPY, cuda_attacks, materialize, metal_attacks
 
 from runners.metal_sim import allowlist, expanded
 from runners.simbuild import Vetting
+from tests.sandbox.attack_corpus import ROOT, SAXPY, cuda_attacks, materialize, metal_attacks
 
 METAL = metal_attacks()
 pytestmark = pytest.mark.slow
@@ -92,7 +92,7 @@ def test_the_jail_alone_contains_metal_escapes(attack, traces, tmp_path, monkeyp
     from runners.metal_sim import metal_kernel
 
     monkeypatch.setattr(allowlist, "source_problems", lambda text, file, **kw: [])
-    monkeypatch.setattr(expanded, "vetting", lambda files, main, tu: Vetting(
+    monkeypatch.setattr(expanded, "vetting", lambda files, main, tu, pending=None: Vetting(
         "off", tu, lambda text: [], lambda lib: []))
     files = materialize(attack, traces, tmp_path / "attack")
     k = metal_kernel("saxpy", ["x", "y", "a", "n"], ["y_out"], files[0].read_text(),

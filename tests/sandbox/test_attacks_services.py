@@ -11,7 +11,8 @@ import subprocess
 import sys
 
 import pytest
-from attack_corpus import ROOT, case_attacks, materialize, metal_attacks
+
+from tests.sandbox.attack_corpus import ROOT, case_attacks, materialize, metal_attacks
 
 METAL = metal_attacks()
 pytestmark = pytest.mark.slow
@@ -120,7 +121,7 @@ def test_eval_llm_mode_refuses_metal_attacks_an_llm_ships(attack, traces, tmp_pa
     from langchain_core.messages import AIMessage
 
     from agent.llm import use_chat_model
-    from evals.cases import discover
+    from corpus.cases import discover
     from evals.eval_case import make_task, run_case
 
     files = materialize(attack, traces, tmp_path / "attack")

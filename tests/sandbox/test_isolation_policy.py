@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from attack_corpus import ATTACKS, ROOT, SAXPY, Attack, materialize
+
+from tests.sandbox.attack_corpus import ATTACKS, ROOT, SAXPY, Attack, materialize
 
 
 def kport(*args: str, env: dict) -> subprocess.CompletedProcess:

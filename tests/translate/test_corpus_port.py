@@ -6,8 +6,8 @@ fail, so a translator that learns one shows up here and the list shrinks."""
 import pytest
 
 from agent.translate import translate_kernel
-from evals.cases import discover
-from evals.port_check import check_translation
+from corpus.cases import discover
+from corpus.port_check import check_translation
 
 NEEDS_RESTRUCTURING = {
     "021_gemm_wmma_half": "wmma fragments -> simdgroup_matrix 8x8 tiles (tensor.wmma_mma)",

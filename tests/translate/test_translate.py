@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from agent.translate import TranslateError, translate_kernel
-from evals.cases import evaluate
+from corpus.cases import evaluate
 
 
 def run_both(src, kernel, inputs: dict, outs: dict, grid, block, shared_mem=0, roles=None):

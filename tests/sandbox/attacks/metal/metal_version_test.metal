@@ -1,4 +1,4 @@
-// attack: tests __METAL_VERSION__ to tell the simulator from a Mac (metal_sim defines it, 310)
+// attack: tests __METAL_VERSION__ to tell the simulator (MSL 3.1) from a newer Mac
 // goal: verdict
 uint i = thread_position_in_grid.x;
 #if !defined(__METAL_VERSION__)

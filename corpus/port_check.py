@@ -7,8 +7,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from evals.cases import CaseSpec, MetalSpec
-from evals.corpus_check import Outcome, check_case
+from corpus.cases import CaseSpec, MetalSpec
+from corpus.check import Outcome, check_case
 from runners.errors import KportError
 from runners.lifetime import temp_folder
 

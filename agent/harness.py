@@ -3,7 +3,7 @@
 The trusted parent makes the inputs, runs the oracle (the case's Python reference, else the
 CUDA kernel in cuda_sim) and compares. It compiles the candidate first (in the jail, under the
 compile budget, once more if that runs out), so that the run budget measures the kernel, not
-the machine's load. The candidate runs only in a child process (evals/harness_child.py) with
+the machine's load. The candidate runs only in a child process (agent/harness_child.py) with
 that wall-clock budget, memory/file/CPU limits, a scrubbed environment (no API keys) and its
 own temporary directory; the parent reads back only the
 arrays it asked for, never a verdict, and ignores the child's output. The checks follow
@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from evals.cases import CaseError, CaseSpec
-from evals.corpus_check import compare, compiled_by, make_inputs, run_cuda, run_reference
-from evals.static_checks import static_findings
+from corpus.cases import CaseError, CaseSpec
+from corpus.check import compare, compiled_by, make_inputs, run_cuda, run_reference
+from corpus.static_checks import static_findings
 from runners.errors import KportError
 from runners.lifetime import sweep, temp_folder
 from runners.sandbox import die_with_parent, require_isolation
@@ -49,7 +49,7 @@ class Verdict:
     reasons: list[str] = field(default_factory=list)
     runs: list[dict] = field(default_factory=list)
     isolation: str = ""  # what the candidate ran in (runners.sandbox.Isolation.summary)
-    compiler: str = ""  # what compiled it (evals.corpus_check.compiled_by)
+    compiler: str = ""  # what compiled it (corpus.check.compiled_by)
 
     def as_json(self) -> dict:
         return {"accepted": self.accepted, "reasons": self.reasons, "runs": self.runs,
@@ -108,7 +108,7 @@ def run_candidate(case: CaseSpec, body: str, header: str, sizes: dict, inputs: d
         record = (json.loads((work / "record.json").read_text())
                   if (work / "record.json").is_file() else {})
         if returncode == 3:  # the harness itself broke: our bug, not the candidate's
-            raise RuntimeError("evals.harness_child failed: " + stderr[-2000:])
+            raise RuntimeError("agent.harness_child failed: " + stderr[-2000:])
         if returncode != 0 or not (work / "out.npz").is_file():
             if record:
                 return None, {}, record, ""
@@ -124,7 +124,7 @@ def run_candidate(case: CaseSpec, body: str, header: str, sizes: dict, inputs: d
 def _ported(case: CaseSpec, work: Path, body: str, header: str, launch: dict | None) -> CaseSpec:
     """``case`` with the candidate as its Metal port, in ``work``/case: the same folder, text
     and launch keys the child uses, so that what is built here is what the child finds."""
-    from evals.port_check import case_with_port
+    from corpus.port_check import case_with_port
 
     keys = launch or {k: getattr(case.metal, k) for k in LAUNCH_KEYS}
     return case_with_port(case, work / "case", body=body, header=header, **keys)
@@ -135,7 +135,7 @@ def _build_first(ported: CaseSpec, sizes: dict, inputs: dict) -> tuple[dict, str
     runs), so the child's run budget holds no compile. Returns (record, problem): an empty
     record when it built, the failed build's record when it did not, and a problem when the
     compile ran out of KPORT_COMPILE_TIMEOUT twice (a busy machine gets a second try)."""
-    from evals.corpus_check import run_metal
+    from corpus.check import run_metal
     from runners.simhost import build_only
 
     for _ in range(2):
@@ -162,7 +162,7 @@ def _run_child(work: Path, timeout: float) -> tuple[int | None, str]:
     out; its stderr). A child that does not end by itself (a timeout; kport interrupted or
     terminated) is told to stop and, after STOP_GRACE_S, killed; what it left is swept."""
     env = {**scrubbed_env(), "TMPDIR": str(work)}
-    proc = subprocess.Popen([sys.executable, "-m", "evals.harness_child", str(work / "req.json")],
+    proc = subprocess.Popen([sys.executable, "-m", "agent.harness_child", str(work / "req.json")],
                             cwd=work, env=env, stdin=subprocess.DEVNULL,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             preexec_fn=_limits(int(timeout) + 5))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from evals.cases import CaseError, CaseSpec, evaluate
+from corpus.cases import CaseError, CaseSpec, evaluate
 from runners.dtypes import DTYPES, Tensor, to_mx
 from runners.simbuild import Diagnostic
 

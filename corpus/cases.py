@@ -13,6 +13,7 @@ import operator
 import random
 import re
 import tomllib
+from importlib import resources
 from pathlib import Path
 from typing import Literal
 
@@ -447,8 +448,9 @@ def _problem(error: dict) -> str:
 
 
 def corpus_dir() -> Path:
-    """The bundled corpus: corpus/cases next to the packages."""
-    return Path(__file__).resolve().parents[1] / "corpus" / "cases"
+    """The bundled corpus: the ``cases`` folder this package ships (package data, so a
+    non-editable install finds it too)."""
+    return Path(str(resources.files("corpus") / "cases"))
 
 
 def discover(root: Path | None = None, ids: list[str] | None = None) -> list[CaseSpec]:

@@ -1,11 +1,11 @@
 """The untrusted side of the harness: run one candidate Metal port on inputs the parent wrote,
 write what it produced (and the inputs as they are afterwards) where the parent said. Started by
-evals/harness.py in a child process with limits, a scrubbed environment and its own temporary
+agent/harness.py in a child process with limits, a scrubbed environment and its own temporary
 directory; whatever it prints is never read as a verdict. The parent compiled the candidate
-before (evals/harness.py _build_first), so its build here is found in the cache; the record
+before (agent/harness.py _build_first), so its build here is found in the cache; the record
 says so (``build_cached``). Told to stop (SIGTERM), it cleans up and exits 143.
 
-    python -m evals.harness_child REQUEST.json
+    python -m agent.harness_child REQUEST.json
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import numpy as np
 
 
 def main(argv: list[str]) -> int:
-    from evals.cases import load_case
-    from evals.corpus_check import run_metal
-    from evals.harness import LAUNCH_KEYS
-    from evals.port_check import case_with_port
+    from agent.harness import LAUNCH_KEYS
+    from corpus.cases import load_case
+    from corpus.check import run_metal
+    from corpus.port_check import case_with_port
     from runners.errors import KportError
     from runners.lifetime import raise_on_termination
 

@@ -1,4 +1,4 @@
-"""Run a case's Python reference inside the jail (evals/corpus_check.py starts it): a case folder
+"""Run a case's Python reference inside the jail (corpus/check.py starts it): a case folder
 that did not come with kport is code from elsewhere. Reads the inputs the parent wrote, calls
 ``fn(inputs, sizes)`` from the case's file and writes what it returned as plain arrays.
 
