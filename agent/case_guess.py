@@ -14,6 +14,8 @@ import re
 import shutil
 from pathlib import Path
 
+import tomli_w
+
 from agent.translate import translate_kernel
 from agent.translate.analyze import TYPE_DTYPES
 from corpus.cases import CATEGORIES, load_case
@@ -26,29 +28,10 @@ _PACKAGE_FILES = ("oracle_*.npz", "oracle.json", "kernel.py", "kernel.metal", "t
                   "report.md", "report.json", ".kport-*", "__pycache__", ".pytest_cache")
 
 
-def _toml_value(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def case_toml(data: dict) -> str:
-    """TOML text for a case dict (scalars, lists, tables and arrays of tables one level deep)."""
-    lines = [f"{k} = {_toml_value(v)}" for k, v in data.items()
-             if not isinstance(v, (dict, list)) or (isinstance(v, list) and v
-                                                    and not isinstance(v[0], dict))]
-    for k, v in data.items():
-        if isinstance(v, dict):
-            lines += ["", f"[{k}]"] + [f"{kk} = {_toml_value(vv)}" for kk, vv in v.items()]
-        elif isinstance(v, list) and v and isinstance(v[0], dict):
-            for item in v:
-                lines += ["", f"[[{k}]]"] + [f"{kk} = {_toml_value(vv)}"
-                                             for kk, vv in item.items()]
-    return "\n".join(lines) + "\n"
+    """TOML text for a case dict (tomli-w; empty lists left out, as the case format reads a
+    missing key)."""
+    return tomli_w.dumps({k: v for k, v in data.items() if v != []})
 
 
 def _dtype(name: str, ctype: str) -> str:

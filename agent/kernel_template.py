@@ -5,9 +5,7 @@ on Apple Silicon, or kport's metal_sim drop-in elsewhere. It needs only numpy an
 
 from __future__ import annotations
 
-import ast
 import functools
-import operator
 
 import numpy as np
 
@@ -23,34 +21,12 @@ SPEC: dict = {"params": [], "args": {}, "sizes": [], "size_args": {}, "inputs": 
 STORAGE = {"float32": "float32", "float16": "float16", "bfloat16": "uint16", "bool": "bool",
            "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
            "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64"}
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Div: operator.truediv,
-        ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.RShift: operator.rshift}
-_FUNCS = {"min": min, "max": max, "ceil_div": lambda a, b: -(-a // b)}
+# --- kport: size evaluator ---
+# kport's one size evaluator (runners/sizeexpr.py); agent/package.py puts its text here, so
+# kernel.py runs on a Mac where kport is not installed.
+from runners.sizeexpr import evaluate  # noqa: E402
 
-
-# The same grammar as corpus.cases.evaluate, on purpose: kernel.py must run on a Mac where kport
-# is not installed, so it carries its own small evaluator.
-def evaluate(expr, sizes: dict):
-    """An int/float, or an expression over the size names (+ - * // % / ** << >>, min, max,
-    ceil_div); ValueError for anything else."""
-    if isinstance(expr, (int, float)):
-        return expr
-
-    def walk(node):
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-            return node.value
-        if isinstance(node, ast.Name) and node.id in sizes:
-            return sizes[node.id]
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            return _OPS[type(node.op)](walk(node.left), walk(node.right))
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return -walk(node.operand)
-        if isinstance(node, ast.Call) and getattr(node.func, "id", None) in _FUNCS:
-            return _FUNCS[node.func.id](*[walk(a) for a in node.args])
-        raise ValueError(f"cannot evaluate {expr!r} with sizes {sizes}")
-
-    return walk(ast.parse(str(expr), mode="eval").body)
+# --- kport: end of size evaluator ---
 
 
 @functools.cache

@@ -7,9 +7,7 @@ named symbols; grids, shapes, values and template ints may be expressions over t
 
 from __future__ import annotations
 
-import ast
 import math
-import operator
 import random
 import re
 import tomllib
@@ -27,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-from runners import limits
+from runners import limits, sizeexpr
 from runners.dtypes import DTYPES, known_dtype
 from runners.errors import KportError
 
@@ -295,101 +293,14 @@ def _int(value, key: str, at: str) -> int:
     return int(value)
 
 
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-        ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Div: operator.truediv,
-        ast.Pow: operator.pow, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
-        ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor}
-_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
-            ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
-_FUNCS = {"min": min, "max": max, "ceil_div": lambda a, b: -(-a // b)}
-
-
-# Bounds that keep an expression cheap: "n ** 9 ** 9" must fail at once, not hang.
-MAX_EXPR_CHARS = 400
-MAX_MAGNITUDE = 2**64
-
-
-def _checked(value, expr, where):
-    if isinstance(value, float) and not math.isfinite(value):
-        raise CaseError(f"{where}: {expr!r} is not a finite number")
-    if isinstance(value, (int, float)) and abs(value) > MAX_MAGNITUDE:
-        raise CaseError(f"{where}: {expr!r} is too large (over 2**64)")
-    return value
-
-
-def _binop(op, a, b, expr, where):
-    if isinstance(op, (ast.Div, ast.FloorDiv, ast.Mod)) and b == 0:
-        raise CaseError(f"{where}: {expr!r} divides by zero")
-    if isinstance(op, ast.Pow) and (abs(b) > 64 or (b < 0 and a == 0)):
-        raise CaseError(f"{where}: {expr!r}: an exponent must be from -64 to 64 (and 0 has "
-                        "no negative power)")
-    if isinstance(op, (ast.LShift, ast.RShift)) and not (isinstance(b, int) and 0 <= b <= 64):
-        raise CaseError(f"{where}: {expr!r}: a shift must be by 0 to 64 bits")
-    try:
-        return _OPS[type(op)](a, b)
-    except (TypeError, OverflowError) as err:
-        raise CaseError(f"{where}: cannot evaluate {expr!r} ({err})") from None
-
-
 def evaluate(expr: Expr | float, sizes: dict[str, int], where: str = "") -> int | float:
-    """Value of an int/float or an expression over the size symbols; CaseError otherwise,
-    including division by zero, a non-finite or over-2**64 value and an expression too costly
-    to evaluate (exponents and shifts are bounded, so every expression is cheap)."""
-    if isinstance(expr, (int, float)):
-        return _checked(expr, expr, where)
-
-    def walk(node):
-        if isinstance(node, ast.Expression):
-            return walk(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and \
-                not isinstance(node.value, bool):
-            return _checked(node.value, expr, where)
-        if isinstance(node, ast.Name) and node.id in sizes:
-            return sizes[node.id]
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            left, right = walk(node.left), walk(node.right)
-            return _checked(_binop(node.op, left, right, expr, where), expr, where)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return -walk(node.operand)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                node.func.id in _FUNCS and not node.keywords:
-            args = [walk(a) for a in node.args]
-            if node.func.id == "ceil_div":
-                if len(args) != 2:
-                    raise CaseError(f"{where}: {expr!r}: ceil_div takes two arguments")
-                if args[1] == 0:
-                    raise CaseError(f"{where}: {expr!r} divides by zero")
-            elif len(args) < 2:
-                raise CaseError(f"{where}: {expr!r}: {node.func.id} takes two or more "
-                                "arguments")
-            return _checked(_FUNCS[node.func.id](*args), expr, where)
-        if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
-            left, ok = walk(node.left), True
-            for op, right in zip(node.ops, node.comparators, strict=True):
-                value = walk(right)
-                ok, left = ok and _COMPARE[type(op)](left, value), value
-            return ok
-        if isinstance(node, ast.BoolOp):
-            values = [walk(v) for v in node.values]
-            return all(values) if isinstance(node.op, ast.And) else any(values)
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return not walk(node.operand)
-        raise CaseError(f"{where}: cannot evaluate {expr!r}: use numbers, size names "
-                        f"({', '.join(sizes)}), + - * // % / ** << >> & | ^, min, max, "
-                        "ceil_div, comparisons, and/or/not")
-
-    text = str(expr)
-    if len(text) > MAX_EXPR_CHARS:
-        raise CaseError(f"{where}: an expression of {len(text)} characters; keep it under "
-                        f"{MAX_EXPR_CHARS}")
+    """Value of an int/float or an expression over the size symbols (runners/sizeexpr.py);
+    CaseError otherwise, including division by zero, a non-finite or over-2**64 value and an
+    expression too costly to evaluate."""
     try:
-        tree = ast.parse(text, mode="eval")
-    except (SyntaxError, ValueError):
-        raise CaseError(f"{where}: {expr!r} is not an expression") from None
-    try:
-        return walk(tree)
-    except RecursionError:
-        raise CaseError(f"{where}: {expr!r} is nested too deeply") from None
+        return sizeexpr.evaluate(expr, sizes, where)
+    except sizeexpr.SizeExprError as err:
+        raise CaseError(str(err)) from None
 
 
 def holds(condition: str, sizes: dict[str, int], where: str = "") -> bool:

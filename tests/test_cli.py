@@ -1,17 +1,8 @@
 """The `kport` dispatcher and `kport doctor`, run as a user runs them (a real subprocess)."""
 
 import json
-import os
-import subprocess
-import sys
 
-KPORT = [sys.executable, "-m", "agent.cli"]
-
-
-def kport(*args, env=None):
-    full_env = {**os.environ, **(env or {})}
-    return subprocess.run([*KPORT, *args], capture_output=True, text=True, env=full_env,
-                          timeout=300)
+from tests.cli import kport
 
 
 def test_help_lists_every_verb():

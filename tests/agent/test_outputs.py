@@ -10,15 +10,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.cli import kport as run_kport
+from tests.cli import kport_env
+
 ROOT = Path(__file__).resolve().parents[2]
 SAXPY = ROOT / "corpus" / "cases" / "001_saxpy"
 SOFTMAX = ROOT / "corpus" / "cases" / "012_softmax_online"
 
 
 def kport(home: Path, *args: str, timeout: int = 300) -> subprocess.CompletedProcess:
-    env = {**os.environ, "KPORT_HOME": str(home), "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "agent.cli", *args], capture_output=True,
-                          text=True, env=env, cwd=ROOT, timeout=timeout)
+    return run_kport(*args, env={"KPORT_HOME": str(home)}, timeout=timeout)
 
 
 def port(home: Path, out: Path, *extra: str, case: Path = SAXPY) -> subprocess.CompletedProcess:
@@ -148,7 +149,7 @@ out_folder.os.rename = hook
 
 
 def killed_port(home: Path, out: Path, point: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "KPORT_HOME": str(home), "PYTHONPATH": str(ROOT)}
+    env = kport_env({"KPORT_HOME": str(home)})
     child = ("import os, signal, sys\nfrom agent import out_folder\n" + _KILL_AT[point]
              + "from agent.cli import main\nsys.exit(main())\n")
     return subprocess.run([sys.executable, "-c", child, "port", str(SOFTMAX / "kernel.cu"),

@@ -193,3 +193,30 @@ def test_no_api_key_in_reports_or_stdout(tmp_path, monkeypatch, capsys, fake_llm
     assert rep["mode"] == "llm" and rep["llm"]["model"] == "openai:gpt-4o"
     assert rep["llm"]["base_url"] == "https://llm.example.invalid/v1"
     assert rep["llm"]["calls"] == 1 and rep["llm"]["total_tokens"] == 960
+
+
+def test_kernel_py_carries_kports_one_size_evaluator():
+    """kernel.py evaluates its size expressions with runners/sizeexpr.py's code, copied in
+    whole (a package runs where kport is not installed), so the two never drift apart."""
+    import ast as pyast
+
+    from agent.package import kernel_py
+    from runners import sizeexpr
+
+    spec = {"params": ["x", "y"], "args": {"x": {"role": "in"}, "y": {"role": "out"}},
+            "sizes": [{"n": 8}], "size_args": {}, "inputs": ["x"], "outputs": ["y"],
+            "out_args": {"y": "y"}, "grid": ["ceil_div(n, 4) * 4", 1, 1],
+            "threadgroup": [4, 1, 1], "template": {}, "atomic_outputs": False,
+            "init_value": None}
+    text = kernel_py("copy", {"body": "y[0] = x[0];", "header": ""}, spec, "a test")
+    tree = pyast.parse(text)
+    # at module level it imports nothing of kport (metal_sim only where there is no Mac)
+    assert not [n for n in tree.body if isinstance(n, pyast.ImportFrom)
+                and (n.module or "").startswith(("runners", "corpus", "agent", "kb", "evals"))]
+    namespace: dict = {}
+    block = text.split("# --- kport: size evaluator")[1].split("# --- kport: end of size")[0]
+    exec(compile(block.split("\n", 1)[1], "kernel.py", "exec"), namespace)
+    for expr in ("ceil_div(n, 4) * 4", "n % 4 == 0 and n > 2", "max(n, 3) << 1"):
+        assert namespace["evaluate"](expr, {"n": 10}) == sizeexpr.evaluate(expr, {"n": 10})
+    with pytest.raises(ValueError, match="divides by zero"):
+        namespace["evaluate"]("n // 0", {"n": 1})

@@ -3,24 +3,20 @@
 escapes meet the jail alone (namespaces, read-only view, Landlock, seccomp)."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from runners.metal_sim import allowlist, expanded
 from runners.simbuild import Vetting
-from tests.sandbox.attack_corpus import ROOT, SAXPY, cuda_attacks, materialize, metal_attacks
+from tests.cli import kport
+from tests.sandbox.attack_corpus import SAXPY, cuda_attacks, materialize, metal_attacks
 
 METAL = metal_attacks()
 pytestmark = pytest.mark.slow
 CUDA = cuda_attacks()
 
 
-def kport(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "agent.cli", *args], capture_output=True,
-                          text=True, timeout=600, cwd=ROOT)
 
 
 def test_the_corpus_is_big_enough():

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from tests.cli import kport as run_kport
 from tests.sandbox.attack_corpus import ROOT, case_attacks, materialize, metal_attacks
 
 METAL = metal_attacks()
@@ -20,8 +21,7 @@ CASES = case_attacks()
 
 
 def kport(*args: str, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "agent.cli", *args], capture_output=True,
-                          text=True, timeout=1200, cwd=ROOT, env=env)
+    return run_kport(*args, env=env, timeout=1200)
 
 
 def test_mcp_check_port_refuses_every_metal_attack(traces, tmp_path):

@@ -4,17 +4,11 @@ every record says what the candidate ran in."""
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
-from tests.sandbox.attack_corpus import ATTACKS, ROOT, SAXPY, Attack, materialize
-
-
-def kport(*args: str, env: dict) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "agent.cli", *args], capture_output=True,
-                          text=True, timeout=600, cwd=ROOT, env=env)
+from tests.cli import kport
+from tests.sandbox.attack_corpus import ATTACKS, SAXPY, Attack, materialize
 
 
 @pytest.fixture

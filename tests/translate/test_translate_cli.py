@@ -1,16 +1,15 @@
 """`kport translate` as a user runs it."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.cli import kport as run_kport
 
 CASE = Path(__file__).parents[2] / "corpus" / "cases" / "012_softmax_online"
 
 
 def kport(*args):
-    return subprocess.run([sys.executable, "-m", "agent.cli", "translate", *args],
-                          capture_output=True, text=True, timeout=300)
+    return run_kport("translate", *args, timeout=300)
 
 
 def test_case_driven_json():
