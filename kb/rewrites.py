@@ -27,6 +27,7 @@ class Rewrite(BaseModel):
     name: list[str] = Field(min_length=1)
     to: str = ""
     args: list[int] = Field(default_factory=list)
+    compound: str = ""  # [[atomic]]: the compound assignment that maps to `to`
     note: str = ""
 
     @field_validator("name", mode="before")
@@ -43,6 +44,7 @@ class RewriteTable:
     idents: dict[str, Rewrite]
     tokens: dict[str, Rewrite]
     same: dict[str, Rewrite]
+    atomics: dict[str, Rewrite]
 
     def call_names(self) -> set[str]:
         return {n for n, _ in self.calls}
@@ -51,8 +53,13 @@ class RewriteTable:
         """Every spelling the table knows: what coverage counts."""
         return self.call_names() | set(self.idents) | set(self.tokens) | set(self.same)
 
+    def compound_atomics(self) -> dict[str, str]:
+        """Compound assignment on an atomic variable -> the Metal function it becomes."""
+        return {rw.compound: rw.to for rw in self.atomics.values() if rw.compound}
 
-Kind = Literal["call", "ident", "token", "same"]
+
+Kind = Literal["call", "ident", "token", "same", "atomic"]
+_TABLES = {"ident": "idents", "token": "tokens", "same": "same", "atomic": "atomics"}
 
 
 @functools.cache
@@ -63,8 +70,8 @@ def load_rewrites(path: Path = REWRITES_FILE) -> RewriteTable:
     except (OSError, tomllib.TOMLDecodeError) as err:
         raise RewriteError(f"{path}: {err}") from None
     known = {r.id for r in load_rules()}
-    table = RewriteTable({}, {}, {}, {})
-    for kind in ("call", "ident", "token", "same"):
+    table = RewriteTable({}, {}, {}, {}, {})
+    for kind in ("call", "ident", "token", "same", "atomic"):
         for i, raw in enumerate(data.get(kind, [])):
             try:
                 rw = Rewrite(**raw)
@@ -82,6 +89,5 @@ def load_rewrites(path: Path = REWRITES_FILE) -> RewriteTable:
                     for n in rw.args:
                         table.calls[(name, n)] = rw
                 else:
-                    getattr(table, {"ident": "idents", "token": "tokens",
-                                    "same": "same"}[kind])[name] = rw
+                    getattr(table, _TABLES[kind])[name] = rw
     return table

@@ -10,14 +10,10 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from kb.parse import declarator_name, parse
+from kb.rewrites import load_rewrites
 from runners.errors import KportError
+from runners.metal_sim.codegen import ATTRIBUTE_VALUES
 
-BUILTIN_ATTRS = {"threadIdx": "thread_position_in_threadgroup",
-                 "blockIdx": "threadgroup_position_in_grid",
-                 "blockDim": "threads_per_threadgroup", "gridDim": "threadgroups_per_grid"}
-ATTR_TYPES = {"thread_position_in_threadgroup": "uint3", "threadgroup_position_in_grid": "uint3",
-              "threads_per_threadgroup": "uint3", "threadgroups_per_grid": "uint3",
-              "thread_index_in_simdgroup": "uint"}
 TYPE_DTYPES = {"float": "float32", "half": "float16", "__half": "float16",
                "__nv_bfloat16": "bfloat16", "nv_bfloat16": "bfloat16", "int": "int32",
                "unsigned": "uint32", "unsigned int": "uint32", "uint": "uint32",
@@ -27,8 +23,6 @@ TYPE_DTYPES = {"float": "float32", "half": "float16", "__half": "float16",
                "uint32_t": "uint32", "bool": "bool", "int64_t": "int64", "long": "int64",
                "long long": "int64", "uint64_t": "uint64", "unsigned long long": "uint64",
                "double": "float64"}
-ATOMIC_FNS = {"atomicAdd", "atomicSub", "atomicMax", "atomicMin", "atomicAnd", "atomicOr",
-              "atomicXor", "atomicExch", "atomicCAS", "atomicInc", "atomicDec"}
 
 
 class TranslateError(KportError):
@@ -259,7 +253,7 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
             fname = _text(f, data) if f is not None else ""
             args = [a for a in (n.child_by_field_name("arguments").named_children
                                 if n.child_by_field_name("arguments") else [])]
-            if fname in ATOMIC_FNS and args:
+            if fname in load_rewrites().atomics and args:
                 r = root_name(args[0], data)
                 if r:
                     atomic_roots.add(r)
@@ -410,8 +404,9 @@ def _attribute_params(callees: dict[str, tuple[Node, Node]], order: list[str],
         uses, cs = set(), set()
         for n in _walk(fn):
             t = _text(n, data) if n.child_count == 0 else ""
-            if t in BUILTIN_ATTRS:
-                uses.add(BUILTIN_ATTRS[t])
+            rw = load_rewrites().idents.get(t)
+            if rw is not None and rw.rule.startswith("launch.") and rw.to in ATTRIBUTE_VALUES:
+                uses.add(rw.to)
             if n.type == "call_expression":
                 f = n.child_by_field_name("function")
                 args = n.child_by_field_name("arguments")

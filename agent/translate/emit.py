@@ -16,25 +16,15 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from agent.translate.analyze import root_name
-from kb.rewrites import RewriteTable
+from kb.rewrites import Rewrite, RewriteTable
 
 # Metal attribute names the rewrites produce, with their MLX types: MLX declares them only for
 # the kernel body, so header functions that use them get them as extra parameters.
 ATTRIBUTES = {"thread_position_in_threadgroup": "uint3", "threadgroup_position_in_grid": "uint3",
               "threads_per_threadgroup": "uint3", "threadgroups_per_grid": "uint3",
               "thread_position_in_grid": "uint3", "thread_index_in_simdgroup": "uint"}
-ATOMIC_CALLS = {"atomicAdd": "atomic_fetch_add_explicit", "atomicSub": "atomic_fetch_sub_explicit",
-                "atomicMax": "atomic_fetch_max_explicit", "atomicMin": "atomic_fetch_min_explicit",
-                "atomicAnd": "atomic_fetch_and_explicit", "atomicOr": "atomic_fetch_or_explicit",
-                "atomicXor": "atomic_fetch_xor_explicit", "atomicExch": "atomic_exchange_explicit"}
-ATOMIC_RULES = {"atomicAdd": "atomics.add_float_device", "atomicSub": "atomics.sub",
-                "atomicMax": "atomics.min_max_int", "atomicMin": "atomics.min_max_int",
-                "atomicAnd": "atomics.and", "atomicOr": "atomics.or", "atomicXor": "atomics.xor",
-                "atomicExch": "atomics.exch"}
-COMPOUND_ATOMIC = {"+=": "atomic_fetch_add_explicit", "-=": "atomic_fetch_sub_explicit",
-                   "&=": "atomic_fetch_and_explicit", "|=": "atomic_fetch_or_explicit",
-                   "^=": "atomic_fetch_xor_explicit"}
 RELAXED = "memory_order_relaxed"
+
 # Header helpers some mappings need. CUDA's atomicCAS is strong; Metal has only the weak form,
 # which may fail spuriously and leave `expected` equal to cmp: retry exactly then.
 HELPERS = {"kport_atomic_cas": """template <typename P, typename T>
@@ -221,13 +211,15 @@ class Emitter:
             self._mapped(name, rw.rule)
             filled = [self.emit(a) for a in args]
             return rw.to.format(*filled)
-        if name in ATOMIC_CALLS and args:
-            return self._atomic_call(name, node, args)
-        if name == "atomicCAS" and len(args) == 3 and self._atomic_root(args[0]):
-            self._mapped(name, "atomics.cas")
-            self.ctx.helpers.add("kport_atomic_cas")
-            return (f"kport_atomic_cas({self._addr(args[0])}, {self.emit(args[1])}, "
-                    f"{self.emit(args[2])})")
+        atomic = self.ctx.table.atomics.get(name)
+        if atomic is not None and atomic.to in HELPERS:  # atomicCAS: a helper of the header
+            if len(args) == 3 and self._atomic_root(args[0]):
+                self._mapped(name, atomic.rule)
+                self.ctx.helpers.add(atomic.to)
+                return (f"{atomic.to}({self._addr(args[0])}, {self.emit(args[1])}, "
+                        f"{self.emit(args[2])})")
+        elif atomic is not None and atomic.to and args:
+            return self._atomic_call(atomic, node, args)
         base = name.split("<")[0]
         extra = self.ctx.extra_params.get(base, [])
         split = self.ctx.split_params.get(base, set())
@@ -281,15 +273,15 @@ class Emitter:
         finally:
             self.ctx.inout = saved
 
-    def _atomic_call(self, name: str, node: Node, args: list[Node]) -> str:
-        target = args[0]
+    def _atomic_call(self, atomic: Rewrite, node: Node, args: list[Node]) -> str:
+        target, name = args[0], atomic.name[0]
         if not self._atomic_root(target):
-            return self._todo(name, ATOMIC_RULES[name], node.child_by_field_name("function"),
+            return self._todo(name, atomic.rule, node.child_by_field_name("function"),
                               "not on an output or a threadgroup int array") + \
                 self.emit(node.child_by_field_name("arguments"))
-        self._mapped(name, ATOMIC_RULES[name])
+        self._mapped(name, atomic.rule)
         rest = ", ".join(self.emit(a) for a in args[1:])
-        return f"{ATOMIC_CALLS[name]}({self._addr(target)}, {rest}, {RELAXED})"
+        return f"{atomic.to}({self._addr(target)}, {rest}, {RELAXED})"
 
     def _addr(self, target: Node) -> str:
         """An atomic address: ``&y[i]`` stays, ``y + i`` / ``y`` are pointers already."""
@@ -334,7 +326,8 @@ class Emitter:
             return False
         if p.type == "argument_list" and p.parent is not None:
             fn = p.parent.child_by_field_name("function")
-            if fn is not None and self.text(fn) in (*ATOMIC_CALLS, "atomicCAS") \
+            mapped = {n for n, rw in self.ctx.table.atomics.items() if rw.to}
+            if fn is not None and self.text(fn) in mapped \
                     and p.named_children and p.named_children[0] == node:
                 return False
         return True
@@ -349,8 +342,9 @@ class Emitter:
             rhs = self.emit(right)
             if op == "=":
                 return f"atomic_store_explicit({addr}, {rhs}, {RELAXED})"
-            if op in COMPOUND_ATOMIC:
-                return f"{COMPOUND_ATOMIC[op]}({addr}, {rhs}, {RELAXED})"
+            compound = self.ctx.table.compound_atomics()
+            if op in compound:
+                return f"{compound[op]}({addr}, {rhs}, {RELAXED})"
             return None
         if left is not None and self.ctx.inout:
             name = self._root_name(left)
