@@ -3,11 +3,15 @@ every KPORT_* variable declared in one place, CI runs the README's test command,
 import each other in one direction only."""
 
 import ast
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from kb.rewrites import load_rewrites
 from runners.settings import ENV_VARS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,3 +87,22 @@ def test_packages_import_only_the_layers_below_them():
                        if target in LAYERS and LAYERS.index(target) > rank]
     assert not upward, "an import against the layer order " + " < ".join(LAYERS) + ":\n" + \
         "\n".join(upward)
+
+
+@pytest.mark.slow
+def test_a_non_editable_install_ships_the_corpus_and_the_rules(tmp_path):
+    """The cases and the KB rules are package data: an installed kport (not a checkout) finds
+    all of them."""
+    target = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                    "--no-build-isolation", str(ROOT), "--target", str(target)],
+                   check=True, capture_output=True, timeout=600)
+    probe = ("import corpus.cases as c, kb.concepts as k, kb.rewrites as r\n"
+             "print(c.corpus_dir().parent == __import__('pathlib').Path(c.__file__).parent,"
+             " len(c.discover()), len(k.load_rules()) > 100, len(r.load_rewrites().atomics))")
+    shipped = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                             cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(target)},
+                             timeout=300)
+    here = len([p for p in (ROOT / "corpus" / "cases").iterdir() if (p / "case.toml").is_file()])
+    atomics = len(load_rewrites().atomics)
+    assert shipped.stdout.split() == ["True", str(here), "True", str(atomics)], shipped.stderr
