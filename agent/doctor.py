@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 
 import typer
 
+import runners
 from runners.lifetime import temp_folder
 from runners.settings import Settings, load_settings
 
@@ -87,7 +88,7 @@ def check_mlx() -> Check:
         return Check("mlx / Metal GPU", False, "mlx not installed", False, "pip install mlx")
     import mlx.core as mx
 
-    metal = bool(mx.metal.is_available())
+    metal = runners.get("mlx_metal").available()
     where = "Metal GPU available" if metal else "no Metal GPU (Metal kernels run in metal_sim)"
     return Check("mlx / Metal GPU", True, f"mlx {mx.__version__}; {where}")
 

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from corpus.candidate import Launch
 from corpus.cases import CaseError, CaseSpec
 from corpus.check import compare, compiled_by, make_inputs, run_cuda, run_reference
 from corpus.static_checks import static_findings
@@ -38,9 +39,6 @@ SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 CHILD_MEMORY = 8 << 30
 CHILD_FILE = 256 << 20
 STOP_GRACE_S = 5.0  # a child told to stop (SIGTERM) gets this long to clean up, then SIGKILL
-# What a launch override holds: the arguments of an MLX metal_kernel call besides the source.
-LAUNCH_KEYS = ("inputs", "outputs", "grid", "threadgroup", "template", "atomic_outputs",
-               "init_value")
 
 
 @dataclass
@@ -81,11 +79,11 @@ def _limits(cpu_seconds: int):
 
 
 def run_candidate(case: CaseSpec, body: str, header: str, sizes: dict, inputs: dict,
-                  timeout: float, launch: dict | None = None
+                  timeout: float, launch: Launch | None = None
                   ) -> tuple[dict | None, dict, dict, str]:
     """Compile the candidate here (``_build_first``), then run it in a child with ``timeout``
     seconds for the child's start and the run; (outputs, inputs afterwards, record, problem).
-    ``launch`` (see ``judge``) replaces the case's ``[metal]`` launch keys."""
+    ``launch`` (see ``judge``) replaces the case's ``[metal]`` launch."""
     with temp_folder("kport-judge-") as tmp:
         work = Path(tmp)
         ported = _ported(case, work, body, header, launch)
@@ -99,7 +97,8 @@ def run_candidate(case: CaseSpec, body: str, header: str, sizes: dict, inputs: d
         req = {"case": str(Path(case.folder).resolve()), "work": str(work), "body": body,
                "header": header, "sizes": sizes, "inputs": str(work / "in.npz"), "scalars": scalars,
                "outputs": str(work / "out.npz"), "after": str(work / "after.npz"),
-               "record": str(work / "record.json"), "launch": launch}
+               "record": str(work / "record.json"),
+               "launch": launch.launch().model_dump() if launch else None}
         (work / "req.json").write_text(json.dumps(req))
         returncode, stderr = _run_child(work, timeout)
         if returncode is None:
@@ -121,13 +120,14 @@ def run_candidate(case: CaseSpec, body: str, header: str, sizes: dict, inputs: d
         return outs, after, record, ""
 
 
-def _ported(case: CaseSpec, work: Path, body: str, header: str, launch: dict | None) -> CaseSpec:
+def _ported(case: CaseSpec, work: Path, body: str, header: str,
+            launch: Launch | None) -> CaseSpec:
     """``case`` with the candidate as its Metal port, in ``work``/case: the same folder, text
-    and launch keys the child uses, so that what is built here is what the child finds."""
+    and launch the child uses, so that what is built here is what the child finds."""
     from corpus.port_check import case_with_port
 
-    keys = launch or {k: getattr(case.metal, k) for k in LAUNCH_KEYS}
-    return case_with_port(case, work / "case", body=body, header=header, **keys)
+    port = (launch or Launch.from_metal(case.metal)).with_source(body, header)
+    return case_with_port(case, work / "case", port)
 
 
 def _build_first(ported: CaseSpec, sizes: dict, inputs: dict) -> tuple[dict, str]:
@@ -228,9 +228,10 @@ def _constant(a: np.ndarray) -> bool:
 
 
 def judge(case: CaseSpec, body: str, header: str = "", *, seeds: int = 3,
-          timeout: float = 120.0, launch: dict | None = None) -> Verdict:
+          timeout: float = 120.0, launch: Launch | dict | None = None) -> Verdict:
     """Accept or reject a candidate body for ``case``'s ``[metal]`` launch, or for ``launch``
-    when given (a translation's own: a dict of LAUNCH_KEYS); returns the Verdict, every reason
+    when given (a translation's own: a corpus.candidate Launch or Candidate, or a dict of its
+    fields, see Launch.of); returns the Verdict, every reason
     for a rejection listed. Every size set of the case is judged at ``seeds`` seeds (at least
     3), then one size set drawn for this call only (held-out sizes, see
     CaseSpec.held_out_sizes) at a fresh seed, then a repeat run. Raises ValueError for a
@@ -241,7 +242,7 @@ def judge(case: CaseSpec, body: str, header: str = "", *, seeds: int = 3,
     if not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
         raise ValueError(f"timeout must be a positive, finite number of seconds, got {timeout!r}")
     if launch is not None:
-        launch = _launch_dict(launch)
+        launch = Launch.of(launch)
     verdict = Verdict(False, [f"static {s}" for s in static_findings(body, header)],
                       isolation=require_isolation().summary(), compiler=compiled_by())
     if verdict.reasons:
@@ -282,17 +283,6 @@ def judge(case: CaseSpec, body: str, header: str = "", *, seeds: int = 3,
         return verdict
     verdict.accepted = True
     return verdict
-
-
-def _launch_dict(launch: dict) -> dict:
-    """``launch`` reduced to LAUNCH_KEYS (JSON-ready); ValueError when a required key lacks."""
-    missing = [k for k in ("inputs", "outputs", "grid", "threadgroup") if not launch.get(k)]
-    if missing:
-        raise ValueError(f"launch override lacks {', '.join(missing)}")
-    out = {k: launch.get(k) for k in LAUNCH_KEYS}
-    out["template"] = dict(out["template"] or {})
-    out["atomic_outputs"] = bool(out["atomic_outputs"])
-    return out
 
 
 def _judge_run(case, inputs, want, got, after, record, seen) -> str:

@@ -18,7 +18,7 @@ import numpy as np
 
 
 def main(argv: list[str]) -> int:
-    from agent.harness import LAUNCH_KEYS
+    from corpus.candidate import Launch
     from corpus.cases import load_case
     from corpus.check import run_metal
     from corpus.port_check import case_with_port
@@ -29,10 +29,9 @@ def main(argv: list[str]) -> int:
     req = json.loads(Path(argv[0]).read_text())
     case = load_case(Path(req["case"]))
     work = Path(req["work"])
-    # the launch keys: the request's override (a translation's own), else the case's [metal]
-    launch = req.get("launch") or {k: getattr(case.metal, k) for k in LAUNCH_KEYS}
-    ported = case_with_port(case, work / "case", body=req["body"], header=req["header"],
-                            **launch)
+    # the launch: the request's override (a translation's own), else the case's [metal]
+    launch = Launch.of(req["launch"]) if req.get("launch") else Launch.from_metal(case.metal)
+    ported = case_with_port(case, work / "case", launch.with_source(req["body"], req["header"]))
     with np.load(req["inputs"]) as f:
         inputs = {k: f[k] for k in f.files}
     scalars = req["scalars"]

@@ -69,9 +69,9 @@ def sim_run(body: str, inputs: dict, outputs: dict, grid: list[int], threadgroup
     import mlx.core as mx
     import numpy as np
 
+    import runners
     from runners import limits
     from runners.dtypes import DTYPES
-    from runners.metal_sim import metal_kernel
 
     for name, spec in [*inputs.items(), *outputs.items()]:
         if spec.get("dtype", "float32") not in DTYPES:
@@ -84,7 +84,7 @@ def sim_run(body: str, inputs: dict, outputs: dict, grid: list[int], threadgroup
     limits.check_bytes(nbytes, "outputs")
     arrays = [mx.array(np.asarray(v["data"], dtype=v.get("dtype", "float32")))
               for v in inputs.values()]
-    k = metal_kernel("mcp_kernel", list(inputs), list(outputs), body, header)
+    k = runners.get("metal_sim").kernel("mcp_kernel", list(inputs), list(outputs), body, header)
     record = k.launch(inputs=arrays, output_shapes=[tuple(o["shape"]) for o in outputs.values()],
                       output_dtypes=[getattr(mx, o.get("dtype", "float32"))
                                      for o in outputs.values()],
@@ -134,16 +134,17 @@ def port(source: str, kernel: str, case: str | None = None) -> dict:
 
 def benchmark(case: str, body: str, header: str = "") -> dict:
     """Time a Metal body (the case's [metal] launch) with real MLX: Apple Silicon only."""
-    import mlx.core as mx
+    import runners
 
-    if not mx.metal.is_available():
+    if not runners.get("mlx_metal").available():
         raise ValueError("benchmark needs Apple Silicon with Metal: this machine has none "
                          "(mx.metal.is_available() is False); use check_port here")
     from agent.nodes.bench import measure
+    from corpus.candidate import Launch
 
     c = _case(case)
-    launch = c.metal.model_dump(exclude={"source", "header"})
-    return {"benchmark": measure({"body": body, "header": header, **launch}, c, "M1")}
+    port = Launch.from_metal(c.metal).with_source(body, header, origin="mcp")
+    return {"benchmark": measure(port, c, "M1")}
 
 
 def _resources() -> dict[str, callable]:

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from agent.llm import redact
+from corpus.candidate import Candidate
 from corpus.cases import evaluate
 from runners import sizeexpr
 
@@ -102,17 +103,17 @@ def _names(expr) -> set[str]:
         return set()
 
 
-def port_spec(case, candidate: dict) -> dict:
+def port_spec(case, candidate: Candidate) -> dict:
     """kernel.py's SPEC: arguments (CUDA order), sizes, which sizes run() must be given, the
-    MLX call. Sizes shown by an input array's dimension or a scalar argument are inferred."""
+    MLX call (the candidate's launch). Sizes shown by an input array's dimension or a scalar
+    argument are inferred."""
     args = {a.name: {"role": a.role, "dtype": a.dtype, "shape": list(a.shape),
                      **({"value": a.value} if a.role == "scalar" else {})} for a in case.args}
     used: set[str] = set()
     for a in case.args:
         for e in [*a.shape, a.value]:
             used |= _names(e)
-    for e in [*candidate["grid"], *candidate["threadgroup"],
-              *(candidate.get("template") or {}).values()]:
+    for e in [*candidate.grid, *candidate.threadgroup, *candidate.template.values()]:
         used |= _names(e)
     used &= set(case.sizes)
     shown = {e for a in case.args if a.role in ("in", "inout") for e in a.shape
@@ -121,23 +122,19 @@ def port_spec(case, candidate: dict) -> dict:
     size_args = {s: s if s not in args else f"size_{s}" for s in sorted(used - shown)}
     by_name = {a.name for a in case.args}
     return {"params": [a.name for a in case.args], "args": args, "sizes": sorted(case.sizes),
-            "size_args": size_args, "inputs": list(candidate["inputs"]),
-            "outputs": list(candidate["outputs"]),
+            "size_args": size_args,
             "out_args": {o: o if o in by_name else o.removesuffix("_out")
-                         for o in candidate["outputs"]},
-            "grid": list(candidate["grid"]), "threadgroup": list(candidate["threadgroup"]),
-            "template": dict(candidate.get("template") or {}),
-            "atomic_outputs": bool(candidate.get("atomic_outputs")),
-            "init_value": candidate.get("init_value")}
+                         for o in candidate.outputs},
+            **candidate.launch().model_dump()}
 
 
-def kernel_py(kernel: str, candidate: dict, spec: dict, title: str) -> str:
-    """The text of kernel.py."""
+def kernel_py(kernel: str, candidate: Candidate, spec: dict, title: str) -> str:
+    """The text of kernel.py: the template with the candidate's body, header and ``spec``."""
     fn = python_name(kernel)
     order = [p for p in spec["params"] if spec["args"][p]["role"] != "out"]
     data = (f"# --- kport: port data ---\nKERNEL = {fn!r}\n"
-            f"BODY = {_py_string(candidate['body'])}\n"
-            f"HEADER = {_py_string(candidate.get('header', ''))}\n"
+            f"BODY = {_py_string(candidate.body)}\n"
+            f"HEADER = {_py_string(candidate.header)}\n"
             f"SPEC: dict = {pprint.pformat(spec, width=96, sort_dicts=False)}\n"
             "# --- kport: end of port data ---\n")
     text = _DATA.sub(lambda _: data, TEMPLATE.read_text(), count=1)
@@ -196,14 +193,14 @@ def write_oracle(folder: Path, case, spec: dict) -> tuple[list[dict], list[str]]
     return entries, notes
 
 
-def metal_text(kernel: str, candidate: dict) -> str:
+def metal_text(kernel: str, candidate: Candidate) -> str:
     """kernel.metal: Translation.metal_source() of the shipped candidate."""
     from agent.translate import Translation
 
-    tr = Translation(kernel=kernel, body=candidate["body"], header=candidate.get("header", ""),
-                     inputs=candidate["inputs"], outputs=candidate["outputs"], roles={},
-                     dtypes={}, template=candidate.get("template") or {},
-                     grid=candidate["grid"], threadgroup=candidate["threadgroup"])
+    tr = Translation(kernel=kernel, body=candidate.body, header=candidate.header,
+                     inputs=candidate.inputs, outputs=candidate.outputs, roles={}, dtypes={},
+                     template=candidate.template, grid=candidate.grid,
+                     threadgroup=candidate.threadgroup)
     return tr.metal_source()
 
 
@@ -223,7 +220,7 @@ def copy_guessed_case(case_dir: Path, folder: Path) -> list[str]:
     return out
 
 
-def write_package(folder: Path, *, case, kernel: str, candidate: dict,
+def write_package(folder: Path, *, case, kernel: str, candidate: Candidate,
                   guessed_case: Path | None = None) -> dict:
     """Write kernel.py, kernel.metal, test_kernel.py and the oracle into ``folder`` (a fresh
     one: agent/out_folder.write_folder puts it in place), plus case.guessed.toml and the CUDA

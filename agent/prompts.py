@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import re
 
+from corpus.candidate import Candidate
+
 SYSTEM = """You port CUDA kernels to Apple Metal for MLX's mx.fast.metal_kernel.
 The contract:
 - You write only the BODY of the kernel function. MLX generates the signature from the input
@@ -31,21 +33,18 @@ and a ```json block only to change the launch ({"grid": [...], "threadgroup": [.
 "template": {...}}, expressions over the size names). No prose is needed."""
 
 _FENCE = re.compile(r"```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)```", re.S)
-_LAUNCH_KEYS = ("grid", "threadgroup", "template")
 
 
-def _call(candidate: dict) -> str:
-    return (f"inputs={candidate['inputs']} outputs={candidate['outputs']}\n"
-            f"grid (threads)={candidate['grid']} threadgroup={candidate['threadgroup']}\n"
-            f"template={candidate.get('template') or {}} "
-            f"atomic_outputs={bool(candidate.get('atomic_outputs'))} "
-            f"init_value={candidate.get('init_value')}")
+def _call(c: Candidate) -> str:
+    return (f"inputs={c.inputs} outputs={c.outputs}\n"
+            f"grid (threads)={c.grid} threadgroup={c.threadgroup}\n"
+            f"template={c.template} atomic_outputs={c.atomic_outputs} init_value={c.init_value}")
 
 
-def _port(candidate: dict) -> str:
-    head = candidate.get("header", "").strip()
+def _port(c: Candidate) -> str:
+    head = c.header.strip()
     return ((f"```header\n{head}\n```\n" if head else "")
-            + f"```metal\n{candidate['body'].strip()}\n```\n{_call(candidate)}")
+            + f"```metal\n{c.body.strip()}\n```\n{_call(c)}")
 
 
 def _knowledge(state: dict, limit_rules: int = 12) -> str:
@@ -73,7 +72,8 @@ def draft_prompt(state: dict, src: str, sizes: dict) -> str:
                       for t in tr.get("todos", [])) or "- none"
     return (f"CUDA source (kernel `{state['kernel']}`):\n```cuda\n{src}\n```\n"
             f"Size names and default values: {json.dumps(sizes)}\n\n"
-            f"An offline translator's draft of the Metal port:\n{_port(tr)}\n"
+            f"An offline translator's draft of the Metal port:\n"
+            f"{_port(Candidate.from_translation(tr))}\n"
             f"Constructs it left as KPORT-TODO:\n{todos}\n\n{_knowledge(state)}\n\n"
             "Return the corrected, complete body (and header). If the draft is already "
             "correct, return it unchanged.")
@@ -85,13 +85,13 @@ def repair_prompt(state: dict, src: str, sizes: dict) -> str:
     failures = "\n".join(f"- {line}" for line in state.get("feedback") or [])
     return (f"CUDA source (kernel `{state['kernel']}`):\n```cuda\n{src}\n```\n"
             f"Size names and default values: {json.dumps(sizes)}\n\n"
-            f"This Metal port failed:\n{_port(state['candidate'])}\n"
+            f"This Metal port failed:\n{_port(Candidate.model_validate(state['candidate']))}\n"
             f"What failed (compiler, simulator sanitizers, comparison with the CUDA oracle):\n"
             f"{failures}\nKnown fixes for these errors:\n{fixes}\n\n{_knowledge(state)}\n\n"
             "Return a corrected body (and header).")
 
 
-def optimise_prompt(state: dict, src: str, candidate: dict, action: dict, facts: list[dict],
+def optimise_prompt(state: dict, src: str, candidate: Candidate, action: dict, facts: list[dict],
                     lints: list[dict]) -> str:
     """A rewrite request for one optimisation action on a correct candidate."""
     facts_text = "\n".join(f"- {f['id']}: {f['fact']}" for f in facts) or "- none"
@@ -105,10 +105,10 @@ def optimise_prompt(state: dict, src: str, candidate: dict, action: dict, facts:
             "stay equal to the CUDA kernel's within floating-point tolerance.")
 
 
-def parse_reply(text: str, base: dict, origin: str) -> dict:
-    """A candidate from an answer: ``base`` with the body, header and launch the answer gives.
-    When no body block is found the candidate carries ``error`` (a failed record, not an
-    exception)."""
+def parse_reply(text: str, base: Candidate, origin: str) -> Candidate:
+    """A candidate from an answer: ``base`` with the body, header and launch (grid,
+    threadgroup, template; never the argument names) the answer gives. When no body block is
+    found it is ``base`` with ``error`` set (a failed record, not an exception)."""
     body, header, launch = None, None, {}
     for label, content in _FENCE.findall(text):
         label = label.lower()
@@ -120,14 +120,13 @@ def parse_reply(text: str, base: dict, origin: str) -> dict:
             except json.JSONDecodeError:
                 continue
             if isinstance(data, dict):
-                launch = {k: data[k] for k in _LAUNCH_KEYS if k in data}
+                launch = data
         elif body is None and label in ("metal", "msl", "cpp", "c++", "c", ""):
             body = content
-    out = {**base, "origin": origin}
-    out.pop("error", None)
     if body is None or not body.strip():
-        return {**out, "error": "the reply has no ```metal block with a kernel body"}
-    out["body"] = body.strip("\n") + "\n"
+        return base.model_copy(update={
+            "origin": origin, "error": "the reply has no ```metal block with a kernel body"})
+    out = {"origin": origin, "error": None, "body": body.strip("\n") + "\n"}
     if header is not None:
         out["header"] = header.strip("\n")
     for key in ("grid", "threadgroup"):
@@ -136,4 +135,4 @@ def parse_reply(text: str, base: dict, origin: str) -> dict:
     if isinstance(launch.get("template"), dict):
         out["template"] = {str(k): v for k, v in launch["template"].items()
                            if isinstance(v, (bool, int, str))}
-    return out
+    return Candidate.model_validate({**base.model_dump(), **out})

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from corpus.candidate import Candidate
 from runners.srcrewrite import tokenize
 
 _STRONG_ORDERS = {"memory_order_seq_cst", "memory_order_acquire", "memory_order_release",
@@ -25,55 +26,56 @@ def _replace_tokens(text: str, mapping: Callable[[str], str | None]) -> str:
     return "".join(out) + text[pos:]
 
 
-def _in_body_and_header(candidate: dict, mapping) -> dict | None:
-    body = _replace_tokens(candidate["body"], mapping)
-    header = _replace_tokens(candidate.get("header", ""), mapping)
-    if body == candidate["body"] and header == candidate.get("header", ""):
+def _in_body_and_header(candidate: Candidate, mapping) -> Candidate | None:
+    body = _replace_tokens(candidate.body, mapping)
+    header = _replace_tokens(candidate.header, mapping)
+    if body == candidate.body and header == candidate.header:
         return None
-    return {**candidate, "body": body, "header": header}
+    return candidate.model_copy(update={"body": body, "header": header})
 
 
-def relax_memory_order(candidate: dict, case) -> dict | None:
+def relax_memory_order(candidate: Candidate, case) -> Candidate | None:
     """Metal atomics take memory_order_relaxed only (F12)."""
     return _in_body_and_header(candidate, lambda t: "memory_order_relaxed"
                                if t in _STRONG_ORDERS else None)
 
 
-def float_for_double(candidate: dict, case) -> dict | None:
+def float_for_double(candidate: Candidate, case) -> Candidate | None:
     """Apple GPUs have no fp64 (F11): compute in float; the check decides if that is close
     enough."""
     return _in_body_and_header(candidate, lambda t: "float" if t == "double" else None)
 
 
-def barrier_flags(candidate: dict, case) -> dict | None:
+def barrier_flags(candidate: Candidate, case) -> Candidate | None:
     """``threadgroup_barrier()`` without flags -> with mem_flags::mem_threadgroup."""
-    body = candidate["body"].replace("threadgroup_barrier()",
-                                     "threadgroup_barrier(mem_flags::mem_threadgroup)")
-    return None if body == candidate["body"] else {**candidate, "body": body}
+    body = candidate.body.replace("threadgroup_barrier()",
+                                  "threadgroup_barrier(mem_flags::mem_threadgroup)")
+    return None if body == candidate.body else candidate.model_copy(update={"body": body})
 
 
-def atomic_outputs(candidate: dict, case) -> dict | None:
+def atomic_outputs(candidate: Candidate, case) -> Candidate | None:
     """An atomic function on an output needs MLX's atomic_outputs=True (outputs start at 0,
     as a cudaMemset before the launch would)."""
-    if candidate.get("atomic_outputs"):
+    if candidate.atomic_outputs:
         return None
-    init = candidate.get("init_value")
-    return {**candidate, "atomic_outputs": True, "init_value": 0.0 if init is None else init}
+    init = candidate.init_value
+    return candidate.model_copy(update={"atomic_outputs": True,
+                                        "init_value": 0.0 if init is None else init})
 
 
-def init_outputs(candidate: dict, case) -> dict | None:
+def init_outputs(candidate: Candidate, case) -> Candidate | None:
     """An output the kernel leaves partly unwritten: CUDA's buffer started as the case's
     ``init`` (zeros or ones), MLX's starts undefined; init_value gives it the same start."""
-    if candidate.get("init_value") is not None:
+    if candidate.init_value is not None:
         return None
     inits = {a.init for a in case.args if a.role == "out"}
     if not inits <= {"zeros", "ones"} or not inits:
         return None
-    return {**candidate, "init_value": 1.0 if inits == {"ones"} else 0.0}
+    return candidate.model_copy(update={"init_value": 1.0 if inits == {"ones"} else 0.0})
 
 
 # fix rule or lint id -> repair. "check.unwritten_output" is the comparison's own message.
-REPAIRS: dict[str, Callable[[dict, object], dict | None]] = {
+REPAIRS: dict[str, Callable[[Candidate, object], Candidate | None]] = {
     "compiler.memory_order": relax_memory_order,
     "atomics.memory_order": relax_memory_order,
     "compiler.fp64": float_for_double,
@@ -98,8 +100,8 @@ def diagnosis_ids(messages: list[str], lints: list[dict]) -> list[str]:
     return ids
 
 
-def mechanical_repair(candidate: dict, case, ids: list[str],
-                      tried: set[str]) -> tuple[dict, str] | None:
+def mechanical_repair(candidate: Candidate, case, ids: list[str],
+                      tried: set[str]) -> tuple[Candidate, str] | None:
     """The first repair in ``ids`` order that changes ``candidate`` and was not tried yet:
     (repaired candidate with origin ``repair:<id>``, id); None when kport has none."""
     for rid in ids:
@@ -108,5 +110,5 @@ def mechanical_repair(candidate: dict, case, ids: list[str],
             continue
         fixed = fn(candidate, case)
         if fixed is not None:
-            return {**fixed, "origin": f"repair:{rid}"}, rid
+            return fixed.model_copy(update={"origin": f"repair:{rid}"}), rid
     return None

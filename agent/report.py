@@ -10,15 +10,18 @@ import json
 from pathlib import Path
 
 from agent.llm import public_url, redact
+from corpus.candidate import Candidate
 
 
-def shipped(state: dict) -> dict | None:
-    """The candidate the package ships: the best correct one, else the last one with a body."""
+def shipped(state: dict) -> Candidate | None:
+    """The candidate the package ships: the best correct one, else the last one with a body
+    (not a failed record); None when there is none."""
     if state.get("best"):
-        return state["best"]["candidate"]
+        return Candidate.model_validate(state["best"]["candidate"])
     for attempt in reversed(state.get("attempts", [])):
-        if not attempt["candidate"].get("error"):
-            return attempt["candidate"]
+        cand = Candidate.model_validate(attempt["candidate"])
+        if not cand.error:
+            return cand
     return None
 
 
@@ -29,16 +32,17 @@ def build_report(state: dict, *, source: str, case, mode: str, llm_name: str | N
     best = state.get("best")
     chk = best["check"] if best else state.get("check", {})
     tr = state.get("translation", {})
+    ship = shipped(state)
     attempts = [{k: a[k] for k in ("iteration", "phase", "origin", "ok", "summary", "feedback")}
-                | {"body": a["candidate"].get("body", ""), "header":
-                   a["candidate"].get("header", ""), "error": a["candidate"].get("error")}
+                | Candidate.model_validate(a["candidate"]).model_dump(
+                    include={"body", "header", "error"})
                 for a in state.get("attempts", [])]
     return {
         "kernel": state.get("kernel"), "source": source, "case": case.id,
         "case_guessed": bool(guessed), "mode": mode, "accepted": bool(best),
         "status": "accepted" if best else "not accepted",
         "stop_reason": state.get("stop_reason", ""), "thread_id": thread_id,
-        "shipped": (shipped(state) or {}).get("origin"),
+        "shipped": ship.origin if ship else None,
         "constructs": {"coverage": tr.get("coverage"), "mapped": tr.get("mapped", {}),
                        "unmapped": tr.get("unmapped", {}), "todos": tr.get("todos", []),
                        "translator_notes": tr.get("notes", [])},

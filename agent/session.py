@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agent.graph import build_graph, recursion_limit
+from corpus.candidate import Candidate
 from runners.errors import KportError
 from runners.lifetime import temp_folder
 
@@ -96,7 +97,7 @@ def _drive(graph, start, config, ctx, on_step) -> None:
                 on_step(node, values or {})
 
 
-def learn(case, candidate: dict, settings) -> dict:
+def learn(case, candidate: Candidate, settings) -> dict:
     """Add an accepted port to the KB as a CUDA/Metal analogue pair (creating the KB if there
     is none); returns the store's counts (added, present). Raises KBError when the store
     cannot be written."""
@@ -105,13 +106,7 @@ def learn(case, candidate: dict, settings) -> dict:
     from kb.store import KBStore
 
     with temp_folder("kport-learn-") as tmp:
-        port = case_with_port(case, Path(tmp) / case.id, body=candidate["body"],
-                              header=candidate.get("header", ""), inputs=candidate["inputs"],
-                              outputs=candidate["outputs"], grid=candidate["grid"],
-                              threadgroup=candidate["threadgroup"],
-                              template=candidate.get("template") or {},
-                              atomic_outputs=bool(candidate.get("atomic_outputs")),
-                              init_value=candidate.get("init_value"))
+        port = case_with_port(case, Path(tmp) / case.id, candidate)
         chunks = case_chunks(port, source="kport-port")
         if not chunks:
             raise KportError(f"{case.id}: the kernel was not found for the KB pair")

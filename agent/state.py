@@ -1,10 +1,11 @@
 """The porting agent's typed state (checkpointed: plain JSON-like values only) and its frozen
 run context (not checkpointed: the case, the source, the LLM, budgets, deadline).
 
-A *candidate* is a dict with the fields of an MLX ``metal_kernel`` call: ``body``, ``header``,
-``inputs``, ``outputs``, ``grid``, ``threadgroup``, ``template``, ``atomic_outputs``,
-``init_value``, and ``origin`` (translator, llm, repair:<fix id>, opt:<action>), plus ``error``
-when a reply held no usable kernel.
+A *candidate* is a corpus.candidate.Candidate (the fields of an MLX ``metal_kernel`` call, its
+``origin`` and, for a reply with no usable kernel, ``error``). The state holds it as
+``Candidate.model_dump()`` (``candidate``, ``pending``, ``best``, ``attempts``, ``frontier``):
+the checkpointer keeps plain JSON-like values, and report.json and the chat show them as they
+are; every node reads one back with ``Candidate.model_validate`` and never by key.
 """
 
 from __future__ import annotations
@@ -12,11 +13,7 @@ from __future__ import annotations
 import operator
 import time
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Annotated, Any, TypedDict
-
-CANDIDATE_KEYS = ("body", "header", "inputs", "outputs", "grid", "threadgroup", "template",
-                  "atomic_outputs", "init_value")
 
 
 @dataclass(frozen=True)
@@ -66,7 +63,7 @@ class PortState(TypedDict, total=False):
     lints: list[dict]
     kb_note: str
     # draft / check / benchmark
-    candidate: dict | None
+    candidate: dict | None  # Candidate.model_dump()
     pending: dict | None  # a mechanically repaired candidate the next draft takes as is
     check: dict
     bench: dict
@@ -92,20 +89,6 @@ class PortState(TypedDict, total=False):
 def tokens_used(state: PortState) -> int:
     """LLM tokens spent so far."""
     return int(state.get("input_tokens", 0)) + int(state.get("output_tokens", 0))
-
-
-def candidate_from(tr: dict, origin: str) -> dict:
-    """A candidate from a translation_json dict (or another candidate)."""
-    out = {k: tr[k] for k in CANDIDATE_KEYS if k in tr}
-    out.setdefault("header", "")
-    out.setdefault("atomic_outputs", False)
-    out.setdefault("init_value", None)
-    return {**out, "origin": origin}
-
-
-def as_port(candidate: dict) -> SimpleNamespace:
-    """A candidate as the object corpus.port_check.check_translation takes."""
-    return SimpleNamespace(**{k: candidate.get(k) for k in CANDIDATE_KEYS})
 
 
 def usage_update(state: PortState, reply) -> dict:

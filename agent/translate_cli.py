@@ -38,11 +38,13 @@ def _dims(text: str | None) -> list | None:
 
 
 def translation_json(tr) -> dict:
-    """The machine-readable form of a Translation (also used by `kport port` reports)."""
-    return {"kernel": tr.kernel, "body": tr.body, "header": tr.header, "inputs": tr.inputs,
-            "outputs": tr.outputs, "roles": tr.roles, "template": tr.template,
-            "grid": tr.grid, "threadgroup": tr.threadgroup,
-            "atomic_outputs": tr.atomic_outputs, "init_value": tr.init_value,
+    """The machine-readable form of a Translation (also used by `kport port` reports): the
+    kernel, its candidate (corpus.candidate.Candidate's fields but origin and error), the
+    roles and the coverage."""
+    from corpus.candidate import Candidate
+
+    port = Candidate.from_translation(tr).model_dump(exclude={"origin", "error"})
+    return {"kernel": tr.kernel, **port, "roles": tr.roles,
             "coverage": round(tr.coverage, 4), "mapped": dict(tr.mapped),
             "unmapped": dict(tr.unmapped), "rules_used": tr.rules_used,
             "todos": [{"rule": t.rule, "construct": t.construct, "line": t.line,

@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -97,8 +98,6 @@ class ArgSpec(BaseModel):
             raise ValueError(f"array argument {self.name!r} needs `shape`")
         if self.init.startswith("randint:") and self.dtype in DTYPES and \
                 DTYPES[self.dtype][0][0] in "iu":
-            import numpy as np
-
             info = np.iinfo(DTYPES[self.dtype][0])
             lo, hi = (int(b) for b in self.init.split(":")[1:])
             if lo < info.min or hi - 1 > info.max:
@@ -210,8 +209,6 @@ class CaseSpec(BaseModel):
         """Every value the case derives from ``sizes`` in range, before anything is allocated
         or launched: shapes, bytes, scalars, launches (CUDA's and Metal's limits), template
         ints. CaseError names the key and the size set."""
-        import numpy as np
-
         at = f" at sizes {sizes}"  # a whole-number check's message ends with it
         nbytes = 0
         for arg in self.args:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+import runners
 from corpus.cases import CaseError, CaseSpec, evaluate
 from runners.dtypes import DTYPES, Tensor, to_mx
 from runners.simbuild import Diagnostic
@@ -86,12 +87,11 @@ def launch_dims(exprs, sizes: dict[str, int], where: str) -> list[int]:
 
 def run_cuda(case: CaseSpec, sizes: dict[str, int], inputs: dict):
     """Run the CUDA kernel in cuda_sim; returns (outputs by name, record)."""
-    from runners.cuda_sim import RawKernel
-
     where = f"{case.folder / 'case.toml'}: cuda"
     args = [v.copy() if isinstance(v, np.ndarray) else v for v in inputs.values()]
-    kernel = RawKernel((case.folder / case.cuda.source).read_text(), case.cuda.kernel,
-                       options=(f"-I{case.folder}",), filename=case.cuda.source)
+    kernel = runners.get("cuda_sim").kernel((case.folder / case.cuda.source).read_text(),
+                                            case.cuda.kernel, options=(f"-I{case.folder}",),
+                                            filename=case.cuda.source)
     grid = launch_dims(case.cuda.grid, sizes, where + ".grid")
     block = launch_dims(case.cuda.block, sizes, where + ".block")
     smem = int(evaluate(case.cuda.shared_mem, sizes, where + ".shared_mem"))
@@ -171,8 +171,6 @@ def run_metal(case: CaseSpec, sizes: dict[str, int], inputs: dict):
     """Run the Metal port in metal_sim; returns (outputs by argument name, record)."""
     import mlx.core as mx
 
-    from runners.metal_sim import metal_kernel
-
     m, where = case.metal, f"{case.folder / 'case.toml'}: metal"
     by_name = {a.name: a for a in case.args}
     tensors = [to_mx(Tensor(np.asarray(inputs[n]), by_name[n].dtype)) for n in m.inputs]
@@ -190,7 +188,8 @@ def run_metal(case: CaseSpec, sizes: dict[str, int], inputs: dict):
         threadgroup=tuple(launch_dims(m.threadgroup, sizes, where + ".threadgroup"))
         + (1,) * (3 - len(m.threadgroup)),
         template=_template(case, sizes) or None, init_value=m.init_value)
-    record = metal_kernel(*args, atomic_outputs=m.atomic_outputs).launch(**launch)
+    record = runners.get("metal_sim").kernel(*args, atomic_outputs=m.atomic_outputs).launch(
+        **launch)
     if record.compiled and apple_compiler():
         record = _apple_gate(record, args, m.atomic_outputs, launch)
     outs = {}
@@ -203,9 +202,7 @@ def apple_compiler() -> str:
     """What compiles Metal here besides metal_sim: "Apple Metal compiler (MLX V, macOS V)" on
     a Mac with Metal, else "" (then only metal_sim's MSL rules stand between a port and
     Apple's compiler: docs/msl-rules.md lists what they catch and what they do not)."""
-    from runners import mlx_metal
-
-    if not mlx_metal.available():
+    if not runners.get("mlx_metal").available():
         return ""
     import platform
 
@@ -228,9 +225,7 @@ def _apple_gate(record, args: tuple, atomic_outputs: bool, launch: dict):
     compile error whatever metal_sim said (not testable off a Mac: tests/conformance skip)."""
     from dataclasses import replace
 
-    from runners import mlx_metal
-
-    real = mlx_metal.metal_kernel(*args, atomic_outputs=atomic_outputs).launch(**launch)
+    real = runners.get("mlx_metal").kernel(*args, atomic_outputs=atomic_outputs).launch(**launch)
     if real.compiled:
         return record
     why = [Diagnostic(d.file, d.line, d.column, d.severity, "Apple's Metal compiler: "

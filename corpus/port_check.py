@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from corpus.candidate import Candidate
 from corpus.cases import CaseSpec, MetalSpec
 from corpus.check import Outcome, check_case
 from runners.errors import KportError
@@ -15,29 +16,27 @@ from runners.lifetime import temp_folder
 PORT, HEADER = "kport_port.metal", "kport_header.metal"
 
 
-def case_with_port(case: CaseSpec, folder: Path, *, body: str, header: str, inputs: list[str],
-                   outputs: list[str], grid: list, threadgroup: list, template: dict,
-                   atomic_outputs: bool = False, init_value: float | None = None) -> CaseSpec:
-    """A copy of ``case`` in ``folder`` whose Metal port is the given one."""
+def case_with_port(case: CaseSpec, folder: Path, port: Candidate) -> CaseSpec:
+    """A copy of ``case`` in ``folder`` whose Metal port is ``port`` (its init_value, when
+    None, is the case's). Raises pydantic's ValidationError (a ValueError) for a launch a
+    case's ``[metal]`` cannot hold (no grid, more than 3 dimensions ...)."""
     shutil.copytree(case.folder, folder, dirs_exist_ok=True)
-    (folder / PORT).write_text(body)
-    if header.strip():
-        (folder / HEADER).write_text(header)
-    metal = MetalSpec(source=PORT, header=HEADER if header.strip() else "", inputs=inputs,
-                      outputs=outputs, grid=grid, threadgroup=threadgroup, template=template,
-                      atomic_outputs=atomic_outputs,
-                      init_value=init_value if init_value is not None else (
-                          case.metal.init_value if case.metal else None))
+    (folder / PORT).write_text(port.body)
+    if port.header.strip():
+        (folder / HEADER).write_text(port.header)
+    launch = port.launch().model_dump()
+    if launch["init_value"] is None and case.metal is not None:
+        launch["init_value"] = case.metal.init_value
+    metal = MetalSpec(source=PORT, header=HEADER if port.header.strip() else "", **launch)
     return case.model_copy(update={"folder": folder, "metal": metal})
 
 
 def check_translation(case: CaseSpec, tr, seeds: int | None = None) -> list[Outcome]:
-    """Run ``tr`` (an agent.translate.Translation) through the case's check."""
+    """Run ``tr`` (a Candidate, or an agent.translate.Translation) through the case's check;
+    returns its Outcomes (a port the simulator cannot take is one failed Outcome)."""
+    port = tr if isinstance(tr, Candidate) else Candidate.from_translation(tr)
     with temp_folder("kport-port-") as tmp:
-        c = case_with_port(case, Path(tmp), body=tr.body, header=tr.header, inputs=tr.inputs,
-                           outputs=tr.outputs, grid=tr.grid, threadgroup=tr.threadgroup,
-                           template=tr.template, atomic_outputs=tr.atomic_outputs,
-                           init_value=tr.init_value)
+        c = case_with_port(case, Path(tmp), port)
         try:
             return check_case(c, seeds)
         except KportError as err:  # a port the simulator cannot take is a failed check

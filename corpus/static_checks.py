@@ -9,6 +9,8 @@ finding names the check that fired.
 
 from __future__ import annotations
 
+import ast
+
 from runners.metal_sim.allowlist import mlx_parts_problems
 
 
@@ -37,8 +39,6 @@ def python_fallback_findings(source: str, filename: str = "kernel.py") -> list[s
     """Why a Python candidate (a generated kernel.py) may not be measuring its own kernel: no
     ``metal_kernel`` call, MLX library ops that could replace it, a try/except around it (a
     silent fallback), or torch/numpy math imports. Empty when it passes."""
-    import ast
-
     try:
         tree = ast.parse(source, filename)
     except SyntaxError as err:

@@ -22,7 +22,8 @@ from pathlib import Path
 from agent.translate import translate_kernel
 from corpus.cases import discover
 from corpus.port_check import check_translation
-from kb.parse import functions
+from kb.llama_cpp import CUDA_SUB, _extract, _find_root
+from kb.parse import functions, parse
 from runners.errors import KportError
 from runners.lifetime import temp_folder
 
@@ -56,8 +57,6 @@ def corpus_table(ids: list[str] | None) -> tuple[list[tuple], list[str]]:
 def with_local_includes(path: Path, seen: set[Path] | None = None) -> str:
     """``path``'s text with its ``#include "local.h"`` lines replaced by those files (once
     each), so the helpers a kernel calls from its own headers are translated and counted."""
-    from kb.parse import parse
-
     seen = set() if seen is None else seen
     seen.add(path.resolve())
     data = path.read_bytes()
@@ -78,8 +77,6 @@ def with_local_includes(path: Path, seen: set[Path] | None = None) -> str:
 
 
 def llama_coverage(path: Path) -> tuple[Counter, Counter, int, list[str]]:
-    from kb.llama_cpp import CUDA_SUB, _extract, _find_root
-
     mapped, unmapped, kernels, errors = Counter(), Counter(), 0, []
     with temp_folder("kport-bench-port-") as tmp:
         folder = path

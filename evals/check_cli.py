@@ -23,6 +23,9 @@ from pathlib import Path
 
 import typer
 
+from agent.harness import judge
+from corpus.cases import CaseError, load_case
+from runners.errors import KportError
 from runners.limits import seconds_option
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
@@ -46,10 +49,6 @@ def check(case_dir: Path = typer.Argument(..., help="a corpus case folder (with 
     A case folder is code: only the bundled corpus's references run outside the jail.
     --unsandboxed: where the OS gives no jail, run anyway, unprotected (the verdict says so).
     """
-    from agent.harness import judge
-    from corpus.cases import CaseError, load_case
-    from runners.errors import KportError
-
     case = load_case(case_dir)
     if case.metal is None:
         raise CaseError(f"{case_dir / 'case.toml'}: no [metal] section: the launch keys a "

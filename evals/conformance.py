@@ -12,8 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from runners.base import LaunchRecord, Runner
 
 
 @dataclass(frozen=True)
@@ -389,12 +393,12 @@ def _conversions_reference(x: np.ndarray) -> np.ndarray:
     return np.array(out, np.int64).astype(np.int32)
 
 
-def run_case(case: CudaCase, kernel_cls, seed: int = 0, args: list | None = None):
-    """Run ``case`` with a runner's RawKernel class on fresh inputs from ``seed`` (or ``args``).
-
-    Returns (inputs as they were, arguments after the run, the runner's record)."""
+def run_case(case: CudaCase, runner: Runner, seed: int = 0,
+             args: list | None = None) -> tuple[list, list, LaunchRecord]:
+    """Run ``case`` on a CUDA runner (``runners.get(name)``) with fresh inputs from ``seed``
+    (or ``args``). Returns (inputs as they were, arguments after the run, the runner's record)."""
     args = case.make(np.random.default_rng(seed)) if args is None else args
     inputs = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
-    kernel = kernel_cls(case.code, case.kernel)
+    kernel = runner.kernel(case.code, case.kernel)
     record = kernel.launch(case.grid, case.block, args, shared_mem=case.shared_mem)
     return inputs, args, record

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import mlx.core as mx
 import numpy as np
 
 from evals.conformance import _gelu, _softmax  # shared numpy references
+
+if TYPE_CHECKING:
+    from runners.base import LaunchRecord, Runner
 
 
 @dataclass(frozen=True)
@@ -291,11 +295,11 @@ METAL_CASES: list[MetalCase] = [
 ]
 
 
-def run_metal_case(case: MetalCase, metal_kernel_factory, seed: int = 0):
-    """Run ``case`` with a runner's ``metal_kernel`` (metal_sim's or mlx_metal's) on fresh
+def run_metal_case(case: MetalCase, runner: Runner, seed: int = 0) -> tuple[list, LaunchRecord]:
+    """Run ``case`` on a Metal runner (``runners.get(name)``: metal_sim, mlx_metal) with fresh
     inputs from ``seed``. Returns (the inputs as given to the kernel, the runner's record)."""
     inputs = case.make(np.random.default_rng(seed))
-    kernel = metal_kernel_factory(
+    kernel = runner.kernel(
         name=case.name, input_names=list(case.input_names),
         output_names=list(case.output_names), source=case.source, header=case.header,
         ensure_row_contiguous=case.ensure_row_contiguous, atomic_outputs=case.atomic_outputs)

@@ -14,8 +14,12 @@ import json
 from pathlib import Path
 
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
 from corpus.cases import discover
+from corpus.check import case_features, check_case
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
                   help=__doc__.splitlines()[0])
@@ -26,12 +30,6 @@ ROOT = typer.Option(None, "--root", help="a corpus folder other than the bundled
 def list_cases(root: Path = ROOT,
                as_json: bool = typer.Option(False, "--json", help="print JSON")):
     """Show the cases with their category and what each exercises."""
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    from corpus.check import case_features
-
     cases = discover(root)
     rows = [{"id": c.id, "category": c.category, "title": c.title,
              "metal_port": c.metal is not None, "sizes": 1 + len(c.variants),
@@ -55,12 +53,6 @@ def check(ids: list[str] = typer.Argument(None, help="case ids or number prefixe
           root: Path = ROOT,
           as_json: bool = typer.Option(False, "--json", help="one JSON object per check")):
     """Run the cases in the simulators; exit 1 on any failure."""
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    from corpus.check import check_case
-
     outcomes = []
     console = Console(stderr=as_json)
     for case in discover(root, ids or None):

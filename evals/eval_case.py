@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from corpus.candidate import Candidate
 from corpus.cases import CaseError, CaseSpec, evaluate, load_case
 from runners.errors import KportError
 from runners.lifetime import temp_folder
@@ -129,13 +130,13 @@ def smallest_sizes(case: CaseSpec) -> CaseSpec:
     return case.model_copy(update={"sizes": small, "variants": []})
 
 
-def _judge(case: CaseSpec, cand: dict, task: CaseTask, rec: dict) -> None:
-    """Judge ``cand`` (body, header and launch keys) into ``rec``."""
-    from agent.harness import LAUNCH_KEYS, judge
+def _judge(case: CaseSpec, cand: Candidate, task: CaseTask, rec: dict) -> None:
+    """Judge ``cand`` (its body, header and own launch) into ``rec``."""
+    from agent.harness import judge
 
     per_run = min(120.0, task.timeout)
-    v = judge(case, cand["body"], cand.get("header") or "", seeds=task.seeds, timeout=per_run,
-              launch={k: cand.get(k) for k in LAUNCH_KEYS})
+    v = judge(case, cand.body, cand.header, seeds=task.seeds, timeout=per_run,
+              launch=cand.launch())
     rec["runs"] = len(v.runs)
     rec["compiled"] = bool(v.runs) and not any(r["why"].startswith("did not compile")
                                                for r in v.runs)
@@ -156,19 +157,17 @@ def _offline(case: CaseSpec, task: CaseTask, rec: dict) -> None:
         rec["reasons"].append(f"not translated: {err}")
         return
     rec["iterations"], rec["todos"], rec["coverage"] = 1, len(tr.todos), round(tr.coverage, 4)
-    cand = {"body": tr.body, "header": tr.header, "inputs": tr.inputs, "outputs": tr.outputs,
-            "grid": tr.grid, "threadgroup": tr.threadgroup, "template": tr.template,
-            "atomic_outputs": tr.atomic_outputs, "init_value": tr.init_value}
+    cand = Candidate.from_translation(tr, "translator")
     _judge(case, cand, task, rec)
     if rec["correct"]:
         rec["speedup"] = _speedup(case, cand, task.chip, rec)
 
 
-def _speedup(case: CaseSpec, cand: dict, chip: str, rec: dict) -> float | None:
+def _speedup(case: CaseSpec, cand: Candidate, chip: str, rec: dict) -> float | None:
     """Candidate vs the case's expert port timed on this Mac; None off Apple Silicon."""
-    from runners import mlx_metal
+    import runners
 
-    if not mlx_metal.available():
+    if not runners.get("mlx_metal").available():
         return None
     from agent.nodes.bench import measure
 

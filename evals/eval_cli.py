@@ -20,13 +20,36 @@ import datetime as dt
 import math
 import os
 import platform
+import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
+from agent.llm import connect
+from agent.out_folder import check_out_folder
+from corpus.cases import CaseError, discover, load_case
+from corpus.check import compiled_by
+from evals.eval_case import MODES, make_task, run_case
+from evals.executors import make_executor
+from evals.results import (
+    RESULTS,
+    RUN,
+    append_result,
+    cut_partial_tail,
+    metrics,
+    metrics_line,
+    read_results,
+    read_run,
+    write_run,
+)
 from runners.errors import KportError
 from runners.limits import seconds_option
+from runners.sandbox import require_isolation
+from runners.settings import load_settings
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
                   help=__doc__.splitlines()[0])
@@ -36,8 +59,6 @@ def select_cases(targets: list[str]) -> list:
     """The cases named by ``targets``: corpus folders (every case in them), case folders and
     case ids of the bundled corpus (exact or a number prefix: "001"); no targets: the whole
     bundled corpus. Raises CaseError for a path or id that names nothing, or one id twice."""
-    from corpus.cases import CaseError, discover, load_case
-
     if not targets:
         return discover()
     cases, ids = [], []
@@ -68,9 +89,6 @@ def select_cases(targets: list[str]) -> list:
 def versions(executor: str) -> dict:
     """Versions a run depends on: kport, Python, numpy, mlx, the platform, ray when used and
     the git commit of the checkout when there is one."""
-    import subprocess
-    from importlib import metadata
-
     out = {"python": platform.python_version(), "platform": platform.platform(),
            "machine": platform.machine()}
     for dist in ("kport", "numpy", "mlx") + (("ray",) if executor == "ray" else ()):
@@ -87,27 +105,14 @@ def versions(executor: str) -> dict:
     return out
 
 
-def compiled_by_summary() -> str:
-    """Who compiles candidates here (corpus.check.compiled_by)."""
-    from corpus.check import compiled_by
-
-    return compiled_by()
-
-
 def isolation_summary() -> str:
     """What the run's candidates run in; SandboxUnavailable before any worker starts when
     there is no jail and the user has not opted out (runners/sandbox.py)."""
-    from runners.sandbox import require_isolation
-
     return require_isolation().summary()
 
 
 def _check_llm() -> None:
     """KportError unless a model is configured and loadable (before any worker starts)."""
-    from agent.llm import connect
-    from runners.errors import KportError
-    from runners.settings import load_settings
-
     if connect(load_settings()) is None:  # None: no model configured (offline)
         raise KportError("--mode llm needs KPORT_MODEL and the agent: set KPORT_MODEL to "
                          "provider:model (e.g. openai:gpt-4o; KPORT_BASE_URL for a local "
@@ -124,10 +129,6 @@ def _start_run(out: Path, resume: bool, settings: dict, executor: str,
     """run.json's dict and the records already finished; KportError for a folder holding
     other files (unless ``force``), a used folder without --resume, or a resume with other
     settings than the run's."""
-    from agent.out_folder import check_out_folder
-    from evals.results import RESULTS, RUN, cut_partial_tail, read_results, read_run
-    from runners.errors import KportError
-
     check_out_folder(out, force=force, keep=RUN_FILES)
     out.mkdir(parents=True, exist_ok=True)
     records, partial = read_results(out)
@@ -147,7 +148,7 @@ def _start_run(out: Path, resume: bool, settings: dict, executor: str,
     else:
         run = {"started": now, "settings": settings, "versions": versions(executor)}
     run["isolation"] = isolation_summary()
-    run["compiler"] = compiled_by_summary()
+    run["compiler"] = compiled_by()  # who compiles candidates here
     if partial:
         cut_partial_tail(out)  # the case whose line a kill cut short is redone
     return run, records
@@ -180,12 +181,6 @@ def eval_(targets: list[str] = typer.Argument(None, help="corpus folder, case fo
           force: bool = typer.Option(False, "--force", help="use --out even when it holds "
                                      "files kport did not write (they are left alone)")):
     """Port and judge the selected cases; write results.jsonl, run.json and the metrics."""
-    from evals.eval_case import MODES, make_task, run_case
-    from evals.executors import make_executor
-    from evals.results import append_result, metrics, metrics_line, read_results, write_run
-    from runners.errors import KportError
-    from runners.settings import load_settings
-
     if mode not in MODES:
         raise KportError(f"--mode {mode!r}: one of {', '.join(MODES)}")
     if resume and out is None:
@@ -229,9 +224,6 @@ def eval_(targets: list[str] = typer.Argument(None, help="corpus folder, case fo
 def _run_tasks(ex, fn, tasks: list, out: Path, append) -> list[str]:
     """Run ``tasks`` on ``ex`` with a progress bar on stderr, appending each record as it
     comes; returns the harness errors as "case: error" lines."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
     errors = []
     columns = ("{task.description}", BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing
+import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
@@ -65,13 +66,11 @@ class RayExecutor:
 
     def __init__(self, workers: int):
         try:
-            import ray
+            import ray  # lazy: optional (kport[ray]) and slow to import
         except ImportError:
             raise KportError(f"--executor ray needs Ray: {RAY_HINT}") from None
         self.ray, self.started = ray, False
         if not ray.is_initialized():
-            import os
-
             address = os.environ.get("RAY_ADDRESS") or None
             kwargs = {} if address else {"num_cpus": workers}
             try:

@@ -19,9 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
+import runners
 from evals.conformance import CASES
 
 SEEDS = (1, 2)
+SIDES = {"sim": "cuda_sim", "gpu": "cuda_gpu"}  # side -> the runner that runs it
 
 
 @dataclass
@@ -67,10 +69,7 @@ def _key(run, index):
 
 def run_side(folder: Path, side: str) -> None:
     """Run every launch on one side ("sim" or "gpu"), saving outputs and per-run notes."""
-    if side == "sim":
-        from runners.cuda_sim import RawKernel
-    else:
-        from runners.cuda_gpu import RawKernel
+    runner = runners.get(SIDES[side])
     folder.mkdir(parents=True, exist_ok=True)
     inputs_file = folder / "inputs.npz"
     stored = dict(np.load(inputs_file)) if inputs_file.is_file() else {}
@@ -80,16 +79,15 @@ def run_side(folder: Path, side: str) -> None:
         for i, a in enumerate(args):
             if isinstance(a, np.ndarray):
                 args[i] = stored.setdefault(_key(run, i), a).copy()
-        kernel = RawKernel(run.code, run.kernel, options=run.options)
+        kernel = runner.kernel(run.code, run.kernel, options=run.options)
         record = kernel.launch(run.grid, run.block, args, shared_mem=run.shared_mem)
         for i, a in enumerate(args):
             if isinstance(a, np.ndarray):
                 outputs[_key(run, i)] = a
         notes[f"{run.name}/{run.seed}"] = {
             "ok": bool(record.ok),
-            "findings": [str(f) for f in getattr(record, "findings", [])],
-            "error": getattr(record, "error", "") or "; ".join(
-                str(d) for d in getattr(record, "diagnostics", [])[:2]),
+            "findings": [str(f) for f in record.findings],
+            "error": record.error or "; ".join(str(d) for d in record.diagnostics[:2]),
         }
         print(f"{side} {run.name} seed {run.seed}: {'ok' if record.ok else 'NOT OK'}",
               flush=True)

@@ -19,6 +19,10 @@ from pathlib import Path
 
 import typer
 
+from agent.out_folder import check_out_folder, write_folder
+from evals.report import load_run, write_report
+from evals.results import metrics_line
+
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
                   help=__doc__.splitlines()[0])
 
@@ -30,10 +34,6 @@ def report(run_dir: Path = typer.Argument(..., help="a `kport eval` --out folder
            force: bool = typer.Option(False, "--force", help="write into --out even when it "
                                       "holds files kport did not write (they are left alone)")):
     """Write report.md and report.html of RUN_DIR (compared with --compare)."""
-    from agent.out_folder import check_out_folder, write_folder
-    from evals.report import load_run, write_report
-    from evals.results import metrics_line
-
     beside = out is None or (out.is_dir() and out.resolve() == run_dir.resolve())
     if not beside:
         check_out_folder(out, force=force)

@@ -11,6 +11,11 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+from kb import arch
+from kb.concepts import load_rules
+from kb.features import words
+from kb.fixes import load_fixes
+
 COLLECTIONS = ("rules", "arch", "analogues", "docs", "fixes")
 MAX_TEXT = 30_000
 
@@ -41,8 +46,6 @@ def pair(cuda: Chunk, metal: Chunk) -> tuple[Chunk, Chunk]:
 
 def rule_chunks(source: str = "kport-rules") -> list[Chunk]:
     """One chunk per concept rule: construct, Metal form, notes, pitfalls and the example."""
-    from kb.concepts import load_rules
-
     out = []
     for r in load_rules():
         text = "\n".join([
@@ -58,8 +61,6 @@ def rule_chunks(source: str = "kport-rules") -> list[Chunk]:
 
 def arch_chunks(source: str = "kport-rules") -> list[Chunk]:
     """One chunk per chip, per architecture feature and per GPU family."""
-    from kb import arch
-
     out = []
     for c in arch.chips():
         text = (f"Apple {c.name} GPU: {c.gpu_cores} cores, family {c.family}, MLX arch "
@@ -91,8 +92,6 @@ def arch_chunks(source: str = "kport-rules") -> list[Chunk]:
 
 def fix_chunks(source: str = "kport-rules") -> list[Chunk]:
     """One chunk per fix rule: the error it recognises and the fix."""
-    from kb.fixes import load_fixes
-
     out = []
     for f in load_fixes():
         text = f"{f.title}\nError: {f.example_error}\nFix: {f.fix}"
@@ -105,8 +104,6 @@ def fix_chunks(source: str = "kport-rules") -> list[Chunk]:
 def name_terms(kernel: str, path: str = "", title: str = "") -> list[str]:
     """Words that name what a chunk is: its kernel name, file stem and title, split at ``_`` and
     camelCase, with adjacent words also joined (``soft_max`` -> soft, max, softmax)."""
-    from kb.features import words
-
     out: list[str] = []
     for part in (kernel, path.rsplit("/", 1)[-1].rsplit(".", 1)[0], title):
         ws = [w for w in words(part) if len(w) > 1]

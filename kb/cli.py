@@ -22,6 +22,20 @@ import json
 from pathlib import Path
 
 import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+from kb.chunks import arch_chunks, fix_chunks, rule_chunks
+from kb.fixes import match_fixes
+from kb.ingest import IngestReport, corpus_chunks, ingest, pair_chunks
+from kb.lints import lint_metal
+from kb.llama_cpp import import_llama_cpp
+from kb.rules_match import rules_for_file
+from kb.search import search_home
+from kb.store import KBStore, read_export
+from runners.errors import KportError
+from runners.settings import load_settings
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
                   help=__doc__.splitlines()[0])
@@ -31,28 +45,19 @@ JSON = typer.Option(False, "--json", help="print JSON")
 
 
 def _settings(url: str | None):
-    from runners.settings import load_settings
-
     return load_settings({"chroma_url": url} if url else None)
 
 
 def _store(url: str | None, create: bool = False):
-    from kb.store import KBStore
-
     return KBStore.from_settings(_settings(url), create=create)
 
 
 def _err():
-    from rich.console import Console
-
     return Console(stderr=True, highlight=False)
 
 
 def _add(chunks, report=None, url: str | None = None, as_json: bool = False,
          label: str = "embedding") -> None:
-    from rich.markup import escape
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
     console = _err()
     for path, why in (report.skipped if report else []):
         console.print(f"[yellow]skipped[/] {escape(path)}: {escape(why)}")
@@ -78,9 +83,6 @@ def _add(chunks, report=None, url: str | None = None, as_json: bool = False,
 def build(corpus: Path = typer.Option(None, help="a corpus folder other than the bundled one"),
           url: str = URL, as_json: bool = JSON):
     """Build the default KB: concept, architecture and fix rules plus the corpus's pairs."""
-    from kb.chunks import arch_chunks, fix_chunks, rule_chunks
-    from kb.ingest import IngestReport, corpus_chunks
-
     chunks = rule_chunks() + arch_chunks() + fix_chunks() + corpus_chunks(corpus)
     report = IngestReport(files=0, chunks=len(chunks),
                           pairs=sum(c.metadata.get("pair_role") == "cuda" for c in chunks))
@@ -92,9 +94,6 @@ def add(path: Path = typer.Argument(..., help="a file, folder or checkout"),
         source: str = typer.Option(None, help="name for `kb remove` (default: the path)"),
         url: str = URL, as_json: bool = JSON):
     """Add CUDA, Metal, Python metal_kernel, Markdown and RST files."""
-    from kb.ingest import ingest
-    from runners.errors import KportError
-
     if not path.exists():
         raise KportError(f"{path}: no such file or folder")
     chunks, report = ingest(path, source)
@@ -106,9 +105,6 @@ def add_pairs(cuda_dir: Path, metal_dir: Path,
               source: str = typer.Option(None, help="name for `kb remove`"),
               url: str = URL, as_json: bool = JSON):
     """Add the kernels of a CUDA folder and a Metal folder, pairing them by kernel name."""
-    from kb.ingest import ingest, pair_chunks
-    from runners.errors import KportError
-
     for p in (cuda_dir, metal_dir):
         if not p.is_dir():
             raise KportError(f"{p}: not a folder")
@@ -128,8 +124,6 @@ def import_llama(path: Path = typer.Argument(..., help="llama.cpp checkout, or t
                                              "llama-cpp-python sdist (.tar.gz) or its folder"),
                  url: str = URL, as_json: bool = JSON):
     """Import llama.cpp's ggml-cuda and ggml-metal kernels as pairs."""
-    from kb.llama_cpp import import_llama_cpp
-
     chunks, report = import_llama_cpp(path)
     _add(chunks, report, url, as_json)
 
@@ -163,8 +157,6 @@ def stats(url: str = URL, as_json: bool = JSON):
 
 def _check_export_dest(dest: Path, force: bool) -> None:
     """KportError unless ``dest`` may be written: new, or an earlier export (or ``force``)."""
-    from runners.errors import KportError
-
     if dest.is_dir():
         raise KportError(f"{dest}: a folder; name the export file, e.g. {dest / 'kb.jsonl'}")
     if not dest.parent.is_dir():
@@ -185,8 +177,6 @@ def export_(dest: Path, url: str = URL,
             force: bool = typer.Option(False, "--force", help="replace DEST even when it is "
                                        "not an earlier export")):
     """Write the whole KB (texts, metadata, embeddings) to one JSON-lines file."""
-    from runners.errors import KportError
-
     _check_export_dest(dest, force)
     try:
         n = _store(url).export(dest)
@@ -198,8 +188,6 @@ def export_(dest: Path, url: str = URL,
 @app.command("import")
 def import_(src: Path, url: str = URL, as_json: bool = JSON):
     """Load a file written by `kport kb export` (no duplicates; all or nothing)."""
-    from kb.store import read_export
-
     parsed = read_export(src)  # read and checked whole before the store is opened
     counts = _store(url, create=True).import_records(src, *parsed)
     if as_json:
@@ -220,9 +208,6 @@ def search(query: str = typer.Argument(..., help="text, code, or @FILE to read t
            method: str = typer.Option("hybrid", help="hybrid | dense | bm25"),
            url: str = URL, as_json: bool = JSON):
     """Search the KB; --json prints a list of {id, kind, title, score, text, metadata}."""
-    from kb.search import search_home
-    from runners.errors import KportError
-
     if query.startswith("@"):
         try:
             query = Path(query[1:]).read_text()
@@ -244,8 +229,6 @@ def rules(file: Path, kernel: str = typer.Option(None, help="only this kernel an
                                                   "functions it calls"),
           as_json: bool = JSON):
     """The concept rules that apply to a CUDA file, with occurrences and lines."""
-    from kb.rules_match import rules_for_file
-
     hits = rules_for_file(file, kernel)
     if as_json:
         print(json.dumps([h.as_json() for h in hits], indent=1))
@@ -256,8 +239,6 @@ def rules(file: Path, kernel: str = typer.Option(None, help="only this kernel an
 
 
 def _read(path: Path) -> str:
-    from runners.errors import KportError
-
     try:
         return path.read_text()
     except (OSError, UnicodeDecodeError) as err:
@@ -274,9 +255,6 @@ def lint(body: Path = typer.Argument(..., help="an MLX metal_kernel body (.metal
          as_json: bool = JSON):
     """Performance and portability lints of a Metal kernel for one Apple GPU family; exit 1
     when any is an error."""
-    from kb.lints import lint_metal
-    from runners.errors import KportError
-
     dims = None
     if threadgroup:
         try:
@@ -305,8 +283,6 @@ def lint(body: Path = typer.Argument(..., help="an MLX metal_kernel body (.metal
 def fixes(message: str = typer.Argument(..., help="a compile or runtime error message"),
           as_json: bool = JSON):
     """The fix rules that recognise an error message, most specific first."""
-    from kb.fixes import match_fixes
-
     found = match_fixes(message)
     if as_json:
         print(json.dumps([{"id": f.id, "title": f.title, "fix": f.fix, "origin": f.origin,

@@ -13,6 +13,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import docutils.core
+import docutils.nodes
+
+from corpus.cases import discover
 from kb.chunks import MAX_TEXT, Chunk, pair
 from kb.features import chunk_features, words
 from kb.parse import (
@@ -140,11 +144,8 @@ def _split(text: str, limit: int = DOC_CHUNK_CHARS) -> list[str]:
 def markdown_chunks(text: str, rel: str, source: str) -> list[Chunk]:
     """One chunk per Markdown section (heading path as title), long sections split by
     paragraph."""
-    import tree_sitter_markdown
-    from tree_sitter import Language, Parser
-
     data = text.encode()
-    root = Parser(Language(tree_sitter_markdown.language())).parse(data).root_node
+    root = parse(data, "markdown")
     out: list[Chunk] = []
 
     def visit(node, path: list[str]) -> None:
@@ -173,9 +174,6 @@ def markdown_chunks(text: str, rel: str, source: str) -> list[Chunk]:
 
 def rst_chunks(text: str, rel: str, source: str) -> list[Chunk]:
     """One chunk per reStructuredText section, parsed by docutils."""
-    import docutils.core
-    import docutils.nodes as nodes
-
     doc = docutils.core.publish_doctree(text, settings_overrides={
         "report_level": 5, "halt_level": 5, "warning_stream": False, "file_insertion_enabled":
         False, "raw_enabled": False})
@@ -193,7 +191,7 @@ def rst_chunks(text: str, rel: str, source: str) -> list[Chunk]:
                     "source": source, "path": rel, "language": "rst",
                     "start_line": node.line or 1, "part": i}))
         for c in node.children:
-            if isinstance(c, nodes.section):
+            if isinstance(c, docutils.nodes.section):
                 visit(c, here)
 
     visit(doc, [])
@@ -307,6 +305,4 @@ def case_chunks(case, source: str = "corpus") -> list[Chunk]:
 
 def corpus_chunks(root: Path | None = None, skip: set[str] = frozenset()) -> list[Chunk]:
     """Pairs from every corpus case (the bundled corpus by default), except ``skip`` ids."""
-    from corpus.cases import discover
-
     return [ch for case in discover(root) if case.id not in skip for ch in case_chunks(case)]

@@ -9,19 +9,13 @@ than a quarter of it.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 
-import tree_sitter_cpp
-import tree_sitter_cuda
-import tree_sitter_python
-from tree_sitter import Language, Node, Parser
+from tree_sitter import Node
 
-GRAMMARS = {"cuda": tree_sitter_cuda, "metal": tree_sitter_cpp, "cpp": tree_sitter_cpp,
-            "python": tree_sitter_python}
+from runners.sourcetree import leaves, parse
+
 MALFORMED_ERROR_SHARE = 0.25
-_LEAF_LIKE = {"string_literal", "raw_string_literal", "char_literal", "system_lib_string",
-              "string"}
 
 
 @dataclass(frozen=True)
@@ -46,15 +40,6 @@ class Function:
     launch_bounds: bool = False
 
 
-@functools.cache
-def parser(language: str) -> Parser:
-    return Parser(Language(GRAMMARS[language].language()))
-
-
-def parse(data: bytes, language: str) -> Node:
-    return parser(language).parse(data).root_node
-
-
 def error_share(root: Node) -> float:
     """Fraction of the source bytes covered by ERROR nodes (0 for a clean parse)."""
     if not root.has_error or root.end_byte == 0:
@@ -71,17 +56,8 @@ def error_share(root: Node) -> float:
 
 def tokens(node: Node, data: bytes) -> list[Token]:
     """Leaf tokens under ``node`` in source order, comments dropped, literals kept whole."""
-    out: list[Token] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if n.child_count == 0 or n.type in _LEAF_LIKE:
-            if n.type != "comment" and n.end_byte > n.start_byte:
-                out.append(Token(data[n.start_byte:n.end_byte].decode(errors="replace"),
-                                 n.start_point[0] + 1))
-            continue
-        stack.extend(reversed(n.children))
-    return out
+    return [Token(data[n.start_byte:n.end_byte].decode(errors="replace"), n.start_point[0] + 1)
+            for n in leaves(node)]
 
 
 def declarator_name(fn: Node, data: bytes) -> str | None:

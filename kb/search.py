@@ -25,6 +25,8 @@ import numpy as np
 
 from kb.chunks import COLLECTIONS, embed_text, name_terms
 from kb.features import FEATURES, chunk_features
+from kb.parse import functions, kernel_closure
+from kb.rules_match import kernel_tokens, match_rules
 from kb.store import KBError, KBStore
 
 RRF_K = 60
@@ -87,9 +89,6 @@ def query_view(query: str, expand: bool = True) -> QueryView:
     are added to the text and stand in for its CUDA intrinsics in the embedded head."""
     if not _CUDA_MARKERS & set(re.findall(r"[A-Za-z_]\w*", query)):
         return QueryView(query, name_terms(query), query)
-    from kb.parse import functions, kernel_closure
-    from kb.rules_match import kernel_tokens, match_rules
-
     funcs = functions(query, "cuda")
     kernels = [f for f in funcs if f.kind == "kernel"] or funcs
     if not kernels:
@@ -122,7 +121,7 @@ class BM25Cache:
         """(text index, name index, ids, metadatas) for the current revision, built when
         missing. Several processes may build the same revision at once: each writes its own
         temporary folder and the first rename wins."""
-        import bm25s
+        import bm25s  # lazy: it pulls in scipy (~0.4 s); only a BM25 or hybrid search needs it
 
         rev = self.rev or self.store.revision(self.name)
         folder = self.root / rev
@@ -145,7 +144,7 @@ class BM25Cache:
         raise KBError(f"the BM25 cache under {self.root} keeps changing; retry the search")
 
     def _build(self, folder: Path) -> bool:
-        import bm25s
+        import bm25s  # lazy, as in load()
 
         got = self.store.documents(self.name)
         if not got["ids"]:

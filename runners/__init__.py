@@ -1,4 +1,10 @@
-"""Execution: simulators (metal_sim, cuda_sim), real-hardware runners, sandboxing, settings."""
+"""Execution: simulators (metal_sim, cuda_sim), real-hardware runners, sandboxing, settings.
+
+Runners are picked by name: ``runners.get("metal_sim")`` (the contract: runners/base.py)."""
+
+from runners.base import get
+
+__all__ = ["get"]
 
 # Verbs this package adds to the `kport` command: name -> (module with main(argv), one-line help).
 VERBS = {

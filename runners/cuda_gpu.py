@@ -3,7 +3,8 @@
 The user's source plus a generated host (simcore/cuda_gpu_host.cuh) is compiled with nvcc into
 one executable per kernel, run in a child process on the same request format as the simulator
 host. It is kport's proof that cuda_sim is faithful; on machines without an NVIDIA GPU
-``available()`` is False and its tests skip.
+``available()`` is False and its tests skip. Callers outside runners/ get it as
+``runners.get("cuda_gpu")`` (RUNNER, at the end).
 """
 
 from __future__ import annotations
@@ -11,16 +12,17 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import re
 import shutil
 import subprocess
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from runners.base import LaunchRecord, Runner, Timing
 from runners.lifetime import temp_folder
 from runners.settings import load_settings
-from runners.simbuild import SIMCORE, parse_diagnostics
+from runners.simbuild import SIMCORE, Diagnostic, failure_diagnostics
 from runners.simhost import BufferArg, ScalarArg, launch_dims
 
 
@@ -33,17 +35,22 @@ def available() -> bool:
     return proc.returncode == 0 and "GPU" in proc.stdout
 
 
-@dataclass
-class GpuRun:
-    compiled: bool
-    error: str = ""
-    diagnostics: list = field(default_factory=list)
-    printf: str = ""
-    median_ms: float | None = None
+NEEDS_GPU = "cuda_gpu needs an NVIDIA GPU (nvidia-smi lists one) and nvcc on PATH"
+# nvcc's front end writes `file(line): error: message`, not the `file:line:col:` form of clang.
+_NVCC_DIAG = re.compile(r"^(?P<file>[^\n(]+)\((?P<line>\d+)\): (?P<sev>error|warning)"
+                        r"(?: #[\w-]+)?: (?P<msg>.*)$", re.M)
 
-    @property
-    def ok(self) -> bool:
-        return self.compiled and not self.error
+# One launch on the GPU. ``findings`` is always empty: real hardware has no sanitizer, so
+# out-of-bounds accesses and races go unreported (cuda_sim finds them); a CUDA error is ``error``.
+GpuRun = LaunchRecord
+
+
+def _diagnostics(log: str) -> list[Diagnostic]:
+    """nvcc's messages as Diagnostic records on the user's file and line; else the host
+    compiler's (clang/gcc form), or the log's last line, so a failure is never silent."""
+    found = [Diagnostic(Path(m["file"].strip()).name, int(m["line"]), 0, m["sev"], m["msg"])
+             for m in _NVCC_DIAG.finditer(log)]
+    return found if any(d.severity == "error" for d in found) else failure_diagnostics(log)
 
 
 _MAIN = """
@@ -76,11 +83,13 @@ class RawKernel:
         return (exe if proc.returncode == 0 else None), proc.stdout + proc.stderr
 
     def launch(self, grid, block, args, shared_mem: int = 0, reps: int = 0) -> GpuRun:
-        """Run on the GPU; numpy arrays are updated in place. ``reps`` timed launches follow."""
+        """Run on the GPU; numpy arrays are updated in place (and are the record's outputs).
+        ``reps`` timed launches follow, in ``timing``."""
         grid, block = launch_dims(grid, "grid"), launch_dims(block, "block")
         exe, log = self._build()
         if exe is None:
-            return GpuRun(False, diagnostics=parse_diagnostics(log), error=log[-2000:])
+            return GpuRun(False, diagnostics=_diagnostics(log), source=self.code,
+                          error=log[-2000:])
         with temp_folder("kport-gpu-") as tmp:
             work = Path(tmp)
             lines = ["groups {} {} {}".format(*grid), "tg {} {} {}".format(*block),
@@ -101,10 +110,21 @@ class RawKernel:
                                   text=True, timeout=600)
             result_file = work / "result.json"
             if not result_file.is_file():
-                return GpuRun(True, error=f"host exited {proc.returncode}: {proc.stderr[-500:]}")
+                return GpuRun(True, source=self.code,
+                              error=f"host exited {proc.returncode}: {proc.stderr[-500:]}")
             result = json.loads(result_file.read_text())
             if result["status"] != "ok":
-                return GpuRun(True, error=result.get("error", "fault"), printf=proc.stdout)
+                return GpuRun(True, error=result.get("error", "fault"), printf=proc.stdout,
+                              source=self.code)
             for value, path in arrays.values():
                 value[...] = np.fromfile(path, dtype=value.dtype).reshape(value.shape)
-            return GpuRun(True, printf=proc.stdout, median_ms=result.get("median_ms"))
+            timing = None
+            if reps:
+                timing = Timing(result["median_ms"] / 1e3, result["min_ms"] / 1e3, result["reps"])
+            return GpuRun(True, outputs=[value for value, _ in arrays.values()],
+                          printf=proc.stdout, source=self.code, timing=timing)
+
+
+# The lambda reads the module's ``available`` at each call, so a test can stand one in.
+RUNNER = Runner("cuda_gpu", "cuda", hardware=True, kernel=RawKernel, needs=NEEDS_GPU,
+                probe=lambda: available())

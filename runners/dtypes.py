@@ -117,7 +117,7 @@ def to_tensor(value, keep_strides: bool = False) -> Tensor:
             return strided_view(value, dtype_name(value.dtype))
         return Tensor(_contiguous(value), dtype_name(value.dtype))
     if type(value).__module__.startswith("mlx"):
-        import mlx.core as mx
+        import mlx.core as mx  # lazy: MLX is heavy; an mx.array input has loaded it already
 
         name = dtype_name(value.dtype)
         if name == "bfloat16":
@@ -134,7 +134,7 @@ def _contiguous(a: np.ndarray) -> np.ndarray:
 
 def to_mx(t: Tensor):
     """The Tensor as an mx.array of its logical dtype."""
-    import mlx.core as mx
+    import mlx.core as mx  # lazy: MLX is heavy (Metal on macOS); numpy-only callers skip it
 
     if t.dtype == "bfloat16":
         return mx.array(t.data).view(mx.bfloat16)

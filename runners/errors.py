@@ -3,3 +3,7 @@
 
 class KportError(Exception):
     """Bad input or configuration. The message names the file, key or variable and the fix."""
+
+
+class UnknownRunner(KportError):
+    """A runner name that runners.get does not know (runners/base.py NAMES)."""

@@ -6,7 +6,9 @@ record for harnesses: a kernel MLX cannot build is ``compiled=False`` with MLX's
 its diagnostic, not an exception. ``benchmark`` times a kernel on fresh inputs.
 
 Importing this module works on any machine; MLX's Metal back-end is only touched when a kernel
-runs, and ``available()`` says whether this machine can run one (Apple Silicon with Metal).
+runs, and ``available()`` says whether this machine can run one (Apple Silicon with Metal): it
+is kport's one answer to "is there an Apple GPU here", asked as
+``runners.get("mlx_metal").available()`` outside runners/.
 """
 
 from __future__ import annotations
@@ -15,14 +17,13 @@ import functools
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 
+from runners.base import LaunchRecord, Runner, Timing
 from runners.dtypes import DTYPES, Tensor, dtype_name, to_tensor
 from runners.metal_sim import codegen
 from runners.simbuild import Diagnostic
-from runners.simhost import Finding
 
 NEEDS_METAL = ("mlx_metal needs Apple Silicon with Metal (mx.metal.is_available() is False "
                "here); run kernels in runners.metal_sim on this machine instead")
@@ -44,25 +45,11 @@ def _require_metal() -> None:
         raise RuntimeError(NEEDS_METAL)
 
 
-@dataclass
-class MlxRun:
-    """Record of one launch on the GPU: compiled or not, outputs, the generated source.
-
-    ``findings`` is always empty: real hardware has no sanitizer, so out-of-bounds accesses,
-    races and divergent barriers go unreported here; metal_sim is where those are found.
-    """
-
-    compiled: bool
-    outputs: list = field(default_factory=list)  # evaluated mx.array per output
-    findings: list[Finding] = field(default_factory=list)
-    # MLX's message names lines of its own program (its prelude + this source), not the user's.
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    source: str = ""  # the text MLX compiles (prelude excluded), as metal_sim reconstructs it
-    kernel_s: float = 0.0  # wall time of the call plus evaluation, compile included
-
-    @property
-    def ok(self) -> bool:
-        return self.compiled and not self.findings
+# One launch on the GPU: outputs are evaluated mx.arrays; ``source`` is the text MLX compiles
+# (prelude excluded) as metal_sim reconstructs it; a diagnostic is MLX's message, which names
+# lines of MLX's own program, not the user's. ``findings`` is always empty: real hardware has no
+# sanitizer, so out-of-bounds accesses, races and divergent barriers go unreported here.
+MlxRun = LaunchRecord
 
 
 def _shape_only(value) -> Tensor:
@@ -104,8 +91,9 @@ class MlxMetalKernel:
                                     self.output_names, out_types, values, self.atomic_outputs)
         return text + codegen.instantiation(func, values)
 
-    def launch(self, **kwargs) -> MlxRun:
-        """Run once and wait for the GPU; returns an MlxRun.
+    def launch(self, *, reps: int = 0, **kwargs) -> MlxRun:
+        """Run once and wait for the GPU; returns an MlxRun. ``reps`` timed launches on the
+        same inputs follow a run that compiled, in ``timing``.
 
         A kernel the Metal compiler rejects gives ``compiled=False``; MLX's argument errors
         (ValueError) and a machine without Metal (RuntimeError) raise, as they are the caller's.
@@ -125,8 +113,16 @@ class MlxMetalKernel:
                 raise
             return MlxRun(False, diagnostics=[Diagnostic(self.name, 0, 0, "error", text)],
                           source=source)
-        return MlxRun(True, outputs=list(outputs), source=source,
-                      kernel_s=time.perf_counter() - start)
+        kernel_s = time.perf_counter() - start
+        inputs = kwargs.pop("inputs", [])
+        timing = self.benchmark(lambda: inputs, warmup=1, reps=reps, **kwargs) if reps else None
+        return MlxRun(True, outputs=list(outputs), source=source, kernel_s=kernel_s,
+                      timing=timing)
+
+    def benchmark(self, make_inputs: Callable[[], list], *, warmup: int = 3, reps: int = 20,
+                  **launch_kwargs) -> Timing:
+        """This kernel timed on fresh inputs: ``benchmark`` below."""
+        return benchmark(self, make_inputs, warmup=warmup, reps=reps, **launch_kwargs)
 
 
 def metal_kernel(name, input_names, output_names, source, header="", ensure_row_contiguous=True,
@@ -140,15 +136,15 @@ def metal_kernel(name, input_names, output_names, source, header="", ensure_row_
 
 
 def benchmark(kernel: Callable, make_inputs: Callable[[], list], *, warmup: int = 3,
-              reps: int = 20, **launch_kwargs) -> dict:
+              reps: int = 20, **launch_kwargs) -> Timing:
     """Time ``kernel(inputs=make_inputs(), **launch_kwargs)`` on the GPU; ``kernel`` is what
     ``metal_kernel`` returns (or any callable taking MLX's kernel arguments).
 
     After ``warmup`` untimed runs (compile and caches), each of ``reps`` runs gets fresh inputs,
     evaluated before the clock starts so their making is not timed; the timed region holds the
-    call and ``mx.eval`` of its outputs, so the GPU work is inside it. Returns
-    ``{"median_s", "min_s", "reps"}``. Raises RuntimeError without Metal, ValueError for
-    ``reps < 1``, and whatever MLX raises for a kernel that does not build.
+    call and ``mx.eval`` of its outputs, so the GPU work is inside it. Returns a Timing.
+    Raises RuntimeError without Metal, ValueError for ``reps < 1``, and whatever MLX raises
+    for a kernel that does not build.
     """
     import mlx.core as mx
 
@@ -165,4 +161,9 @@ def benchmark(kernel: Callable, make_inputs: Callable[[], list], *, warmup: int 
         elapsed = time.perf_counter() - start
         if index >= warmup:
             times.append(elapsed)
-    return {"median_s": statistics.median(times), "min_s": min(times), "reps": reps}
+    return Timing(statistics.median(times), min(times), reps)
+
+
+# The lambda reads the module's ``available`` at each call, so a test can stand one in.
+RUNNER = Runner("mlx_metal", "metal", hardware=True, kernel=metal_kernel, needs=NEEDS_METAL,
+                probe=lambda: available())

@@ -15,6 +15,7 @@ commands that would run outside code refuse, unless the user opts in with
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import functools
 import json
 import os
@@ -111,7 +112,6 @@ class Limits:
 def _landlock_abi() -> int:
     if not sys.platform.startswith("linux"):
         return 0
-    import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
@@ -210,7 +210,6 @@ def die_with_parent():
     PR_SET_PDEATHSIG), so a killed kport leaves nothing running; a no-op elsewhere."""
     if not sys.platform.startswith("linux"):
         return lambda: None
-    import ctypes
 
     prctl = ctypes.CDLL(None, use_errno=True).prctl
     return lambda: prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG

@@ -27,8 +27,10 @@ import numpy as np
 import typer
 
 from runners import limits
+from runners.cuda_sim import RawKernel
 from runners.dtypes import DTYPES
 from runners.errors import KportError
+from runners.metal_sim import MetalLibrary, metal_kernel
 
 
 class SimUsageError(KportError):
@@ -173,8 +175,6 @@ def _report(findings, diagnostics, outputs: dict, printf: str, as_json: bool, sa
 
 
 def run_cuda(path: Path, kernel: str, grid, block, args: list[str], shared_mem: int):
-    from runners.cuda_sim import RawKernel
-
     limits.check_cuda_launch(grid, block, "--grid/--block/--shared-mem", shared_mem)
     parsed = [parse_arg(a) for a in args]
     values = [v for _, v in parsed]
@@ -186,8 +186,6 @@ def run_cuda(path: Path, kernel: str, grid, block, args: list[str], shared_mem: 
 
 
 def run_metal_file(path: Path, kernel: str, grid, tg, args: list[str]):
-    from runners.metal_sim import MetalLibrary
-
     limits.check_metal_launch(grid, tg, "--grid/--threadgroup")
     buffers = {}
     for spec in args:
@@ -203,9 +201,7 @@ def run_metal_file(path: Path, kernel: str, grid, tg, args: list[str]):
 
 
 def run_metal(path: Path, grid, tg, inputs: list[str], outputs: list[str], header: Path | None):
-    import mlx.core as mx
-
-    from runners.metal_sim import metal_kernel
+    import mlx.core as mx  # lazy: MLX is heavy (Metal on macOS); only an MLX body needs it
 
     limits.check_metal_launch(grid, tg, "--grid/--threadgroup")
     parsed = [parse_arg(a) for a in inputs]

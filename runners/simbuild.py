@@ -15,6 +15,7 @@ import contextlib
 import functools
 import hashlib
 import os
+import platform
 import re
 import signal
 import subprocess
@@ -136,8 +137,6 @@ def shim_digest() -> str:
 def cpu_id() -> str:
     """The host CPU's model and features: builds target the native CPU (zig's default), so a
     home shared between machines must not reuse them across CPUs."""
-    import platform
-
     try:
         info = Path("/proc/cpuinfo").read_text()
         lines = [ln for ln in info.splitlines() if ln.startswith(("model name", "flags"))][:2]

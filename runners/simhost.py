@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from runners.base import LaunchRecord
 from runners.lifetime import temp_folder
 from runners.sandbox import Jail, Limits, Mount, SandboxUnavailable, read_jailed, require_isolation
 from runners.settings import Settings, load_settings
@@ -98,20 +99,12 @@ class LaunchResult:
 
 
 @dataclass
-class SimRecord:
+class SimRecord(LaunchRecord):
     """What a simulated launch of a candidate gives back: a record, never an exception, for
-    the kernel's own failures (a compile error, findings)."""
+    the kernel's own failures (a compile error, findings); ``kernel_s`` is the child's time
+    running the threadgroups, and ``timing`` stays None (simulated time is no measurement)."""
 
-    compiled: bool
-    findings: list[Finding] = field(default_factory=list)
-    diagnostics: list = field(default_factory=list)  # simbuild.Diagnostic
-    printf: str = ""
     build: object = None  # simbuild.Build
-    kernel_s: float = 0.0  # time running the threadgroups, in the child
-
-    @property
-    def ok(self) -> bool:
-        return self.compiled and not self.findings
 
 
 def launch_dims(value, what: str) -> tuple[int, int, int]:

@@ -13,14 +13,11 @@ the number of newlines, so compiler diagnostics still point at the user's lines.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 
-import tree_sitter_cpp
-from tree_sitter import Language, Parser
-
 from runners.errors import KportError
+from runners.sourcetree import LITERALS, leaves, parse
 
 ADDRESS_SPACES = {"device", "constant", "thread", "threadgroup", "threadgroup_imageblock"}
 _SCALARS = ["float", "half", "bfloat", "int", "uint", "short", "ushort", "char", "uchar",
@@ -30,8 +27,9 @@ VECTOR_TYPES |= {f"packed_{s}{n}" for s in _SCALARS for n in (2, 3, 4)}
 MATRIX_TYPES = {f"{s}{c}x{r}" for s in ("float", "half", "bfloat") for c in (2, 3, 4)
                 for r in (2, 3, 4)}
 CONSTRUCTIBLE = VECTOR_TYPES | MATRIX_TYPES
-_ATOMIC = {"comment", "string_literal", "char_literal", "raw_string_literal",
-           "system_lib_string", "concatenated_string"}
+# A concatenation of literals (``"%d" PRId64 "\n"``) is one token here (kb/parse.py keeps its
+# pieces): to the rewrites it is one literal, and no edit lands inside it.
+_WHOLE = LITERALS | {"concatenated_string"}
 
 
 class SourceError(KportError):
@@ -47,27 +45,12 @@ class Tok:
     kind: str
 
 
-@functools.lru_cache(maxsize=1)
-def _parser() -> Parser:
-    return Parser(Language(tree_sitter_cpp.language()))
-
-
 def tokenize(src: str) -> list[Tok]:
     """Leaf tokens of ``src`` (byte offsets into its UTF-8 encoding), comments excluded."""
     data = src.encode()
-    toks: list[Tok] = []
-    stack = [_parser().parse(data).root_node]
-    while stack:
-        node = stack.pop()
-        if node.child_count == 0 or node.type in _ATOMIC:
-            if node.type != "comment" and node.end_byte > node.start_byte:
-                text = data[node.start_byte:node.end_byte].decode(errors="replace")
-                toks.append(Tok(text, node.start_byte, node.end_byte, node.start_point[0] + 1,
-                                node.type))
-            continue
-        stack.extend(reversed(node.children))
-    toks.sort(key=lambda t: t.start)
-    return toks
+    return [Tok(data[n.start_byte:n.end_byte].decode(errors="replace"), n.start_byte,
+                n.end_byte, n.start_point[0] + 1, n.type)
+            for n in leaves(parse(data, "cpp"), _WHOLE)]
 
 
 class _Editor:

@@ -89,6 +89,34 @@ def test_packages_import_only_the_layers_below_them():
         "\n".join(upward)
 
 
+def test_callers_pick_runners_only_through_runners_get():
+    """Above runners/, a runner is picked by name (runners/base.py), never by importing its
+    module: adding a target is then one new file. Its helpers (metal_sim.codegen, ...) may be
+    imported. kernel_template.py runs on a Mac without kport; bench_sim.py times cuda_sim's
+    own internals."""
+    from runners.base import NAMES
+
+    exempt = {"agent/kernel_template.py", "evals/bench_sim.py"}
+    modules = {f"runners.{n}" for n in NAMES}
+    direct = []
+    for package in LAYERS[1:]:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            where = str(path.relative_to(ROOT))
+            if ".venv" in path.parts or where in exempt:
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), where)):
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module == "runners":
+                    names = [f"runners.{a.name}" for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                    names = [node.module]
+                else:
+                    continue
+                direct += [f"{where}:{node.lineno} imports {n}" for n in names if n in modules]
+    assert not direct, "use runners.get(name) instead:\n" + "\n".join(direct)
+
+
 @pytest.mark.slow
 def test_a_non_editable_install_ships_the_corpus_and_the_rules(tmp_path):
     """The cases and the KB rules are package data: an installed kport (not a checkout) finds
@@ -106,3 +134,25 @@ def test_a_non_editable_install_ships_the_corpus_and_the_rules(tmp_path):
     here = len([p for p in (ROOT / "corpus" / "cases").iterdir() if (p / "case.toml").is_file()])
     atomics = len(load_rewrites().atomics)
     assert shipped.stdout.split() == ["True", str(here), "True", str(atomics)], shipped.stderr
+
+
+def test_one_module_makes_tree_sitter_parsers():
+    """Grammars, parsers and the leaf-token walk live in runners/sourcetree.py alone; kb/parse.py
+    and runners/srcrewrite.py (and any new reader) use them instead of a tokenizer of their own."""
+    makers = set()
+    for path in _code_files(".py"):
+        if "tests" in path.relative_to(ROOT).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module == "tree_sitter":
+                names = [a.name for a in node.names if a.name in ("Parser", "Language")]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            if any(n in ("Parser", "Language", "tree_sitter") or n.startswith("tree_sitter_")
+                   for n in names):
+                makers.add(str(path.relative_to(ROOT)))
+    assert makers == {"runners/sourcetree.py"}, sorted(makers)

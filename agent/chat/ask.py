@@ -10,7 +10,7 @@ shows what the knowledge base has for the question (that needs no model).
 
 from __future__ import annotations
 
-from agent.chat.state import add_version
+from agent.chat.state import add_version, candidate_of
 from runners.errors import KportError
 
 CHAT_SYSTEM = """You are kport's porting assistant: you help a kernel engineer port a CUDA
@@ -146,10 +146,9 @@ def ask(state: dict, question: str, ctx, say) -> dict:
     if state.get("kernel") and "```" in text:
         from agent.prompts import parse_reply
 
-        base = state["versions"][-1]["candidate"]
+        base = candidate_of(state["versions"][-1])
         cand = parse_reply(text, base, "chat")
-        if not cand.get("error") and (cand["body"], cand.get("header", "")) != \
-                (base["body"], base.get("header", "")):
+        if not cand.error and (cand.body, cand.header) != (base.body, base.header):
             new, versions = add_version(state, cand, "chat")
             update["versions"] = versions
             say(f"the answer holds a kernel body: it is v{new['n']} (chat); /diff shows the "

@@ -110,6 +110,7 @@ class Terminal:
 
     def edit(self) -> bool:
         """/edit: the current version into a file, $VISUAL/$EDITOR on it, then /apply."""
+        from agent.chat.state import candidate_of
         from agent.chat.store import session_dir
         from agent.chat.versions import edit_text
 
@@ -119,7 +120,7 @@ class Terminal:
             return True
         ver = values["versions"][-1]
         path = session_dir(self.ctx.settings, self.ctx.session) / f"edit-v{ver['n']}.metal"
-        path.write_text(edit_text(ver["candidate"]))
+        path.write_text(edit_text(candidate_of(ver)))
         editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
         try:
             done = subprocess.run([*shlex.split(editor), str(path)])

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from agent.chat.knowledge import cmd_analogues, cmd_rules, cmd_search
-from agent.chat.state import add_version, load_case_of, split_args, version
+from agent.chat.state import add_version, candidate_of, load_case_of, split_args, version
 from agent.chat.store import session_dir
 from agent.chat.versions import cmd_apply, cmd_diff, cmd_show
 from runners.errors import KportError
@@ -50,8 +50,8 @@ def cmd_load(state, args, ctx, say) -> dict:
     its case, and draft v1 with the offline translator."""
     from agent.nodes.analyze import translate_for_case
     from agent.nodes.retrieve import rule_records
-    from agent.state import candidate_from
     from agent.translate_cli import translation_json
+    from corpus.candidate import Candidate
     from kb.parse import functions
 
     usage = "/load FILE.cu [KERNEL] [--case DIR]"
@@ -81,7 +81,8 @@ def cmd_load(state, args, ctx, say) -> dict:
     tr = translate_for_case(src, kernel, case, str(file))
     trj = translation_json(tr)
     rules = rule_records(src, kernel, str(file))
-    v1 = {"n": 1, "origin": "translator", "candidate": candidate_from(trj, "translator")}
+    v1 = {"n": 1, "origin": "translator",
+          "candidate": Candidate.from_translation(trj, "translator").model_dump()}
     say(f"loaded {tr.kernel} from {file}")
     say(f"  checks run against {how}")
     for line in guessed:
@@ -105,9 +106,8 @@ def describe_step(node: str, update: dict) -> str | None:
     if node == "retrieve":
         return f"retrieve: {len(update.get('rules', []))} rule(s); {update.get('kb_note', '')}"
     if node in ("draft", "optimise"):
-        cand = update.get("candidate")
-        if cand:
-            return f"{node}: candidate from {cand.get('origin', '?')}"
+        if update.get("candidate"):
+            return f"{node}: candidate from {candidate_of(update).origin or '?'}"
         return f"{node}: {update.get('stop_reason') or 'nothing new'}"
     if node == "check":
         attempt = (update.get("attempts") or [{}])[0]
@@ -161,7 +161,7 @@ def cmd_port(state, args, ctx, say) -> dict:
     record = {"thread": thread, "accepted": accepted, "mode": mode,
               "stop_reason": final.get("stop_reason", ""), "version": None}
     if cand is not None:
-        new, versions = add_version(state, dict(cand), f"port:{cand.get('origin', '?')}")
+        new, versions = add_version(state, cand, f"port:{cand.origin or '?'}")
         record["version"] = new["n"]
         best = final.get("best") or {}
         key = str(new["n"])
@@ -197,13 +197,13 @@ def cmd_check(state, args, ctx, say) -> dict:
     pos, opts = split_args(args, "/check [VERSION] [--strict]", {"--strict": False})
     ver = version(state, pos[0] if pos else None)
     case = load_case_of(state)
-    cand = ver["candidate"]
+    cand = candidate_of(ver)
     if "--strict" in opts:
         from agent.harness import judge
 
         say(f"judging v{ver['n']} in the hardened harness (child process, static checks, "
             "every size set, 3 seeds, a repeat run)")
-        verdict = judge(case, cand["body"], cand.get("header", ""), launch=cand)
+        verdict = judge(case, cand.body, cand.header, launch=cand)
         if verdict.accepted:
             say(f"v{ver['n']}: accepted ({len(verdict.runs)} runs and a repeat run)")
         else:
@@ -224,7 +224,7 @@ def cmd_bench(state, args, ctx, say) -> dict:
 
     pos, _ = split_args(args, "/bench [VERSION]", {})
     ver = version(state, pos[0] if pos else None)
-    rec = measure(ver["candidate"], load_case_of(state), ctx.chip)
+    rec = measure(candidate_of(ver), load_case_of(state), ctx.chip)
     say(f"v{ver['n']} on {ctx.chip}: {rec['note']}")
     if rec.get("timing"):
         say(f"  median {rec['timing']['median_s'] * 1e6:.1f} us")
@@ -265,7 +265,7 @@ def cmd_save(state, args, ctx, say) -> dict:
     say(f"saving v{ver['n']} ({ver['origin']}) to {folder}")
     if key not in state.get("checks", {}):
         say(f"v{ver['n']} was never checked; checking it first (the report says what holds)")
-        rec = run_check(load_case_of(state), ver["candidate"], ctx.seeds)
+        rec = run_check(load_case_of(state), candidate_of(ver), ctx.seeds)
         say(check_summary(ver["n"], rec))
         update["checks"] = {**state.get("checks", {}), key: rec}
     files = list(LAYOUT)

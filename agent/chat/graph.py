@@ -19,7 +19,7 @@ from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
-from agent.chat.state import ChatContext, ChatState, Say, version
+from agent.chat.state import ChatContext, ChatState, Say, candidate_of, version
 from runners.errors import KportError
 
 RECURSION_LIMIT = 10
@@ -113,7 +113,7 @@ def write_saved(state: ChatState, plan: dict, ctx) -> list[str]:
 
     ver = version(state, plan["version"])
     case = load_case_of(state)
-    cand = ver["candidate"]
+    cand = candidate_of(ver)
     rec = state.get("checks", {}).get(str(ver["n"])) or {}
     port = state.get("port") or {}
     values = _port_values(port["thread"], ctx.settings) if port.get("version") == ver["n"] \
@@ -121,7 +121,7 @@ def write_saved(state: ChatState, plan: dict, ctx) -> list[str]:
     notes = [f"saved from kport chat session {ctx.session}: v{ver['n']} ({ver['origin']})"]
     if rec.get("ok"):
         bench = state.get("benches", {}).get(str(ver["n"])) or measure(cand, case, ctx.chip)
-        best = {"candidate": cand, "check": rec, "bench": bench}
+        best = {"candidate": cand.model_dump(), "check": rec, "bench": bench}
         stop = values.get("stop_reason") or "correct at every size set and seed (kport chat)"
     else:
         best, stop = None, "the saved version is not correct: " + "; ".join(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
+from corpus.candidate import Candidate
 from runners.errors import KportError
 
 TRANSCRIPT_CHARS = 4000  # of one turn's output kept in the transcript
@@ -94,11 +95,17 @@ def version(state: ChatState, ref: str | int | None = None) -> dict:
     return versions[int(text) - 1]
 
 
-def add_version(state: ChatState, candidate: dict, origin: str) -> tuple[dict, list[dict]]:
-    """(the new version, the new versions list) for ``candidate``."""
+def add_version(state: ChatState, candidate: Candidate,
+                origin: str) -> tuple[dict, list[dict]]:
+    """(the new version, the new versions list) for ``candidate`` (kept as its model_dump)."""
     versions = list(state.get("versions") or [])
-    new = {"n": len(versions) + 1, "origin": origin, "candidate": candidate}
+    new = {"n": len(versions) + 1, "origin": origin, "candidate": candidate.model_dump()}
     return new, versions + [new]
+
+
+def candidate_of(ver: dict) -> Candidate:
+    """The candidate of a record that holds one (a version, a porting step's update)."""
+    return Candidate.model_validate(ver["candidate"])
 
 
 def split_args(args: list[str], usage: str, flags: dict[str, bool]) -> tuple[list[str], dict]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-from agent.chat.state import add_version, need_kernel, split_args, version
+from agent.chat.state import add_version, candidate_of, need_kernel, split_args, version
+from corpus.candidate import Candidate
 from runners.errors import KportError
 
 HEADER_MARK = "// ---- kport: header (helper functions; may stay empty) ----"
@@ -17,7 +18,7 @@ def metal_of(state, ver: dict) -> str:
     """The kernel.metal text of a version (signature, header, body)."""
     from agent.package import metal_text
 
-    return metal_text(state["kernel"], ver["candidate"])
+    return metal_text(state["kernel"], candidate_of(ver))
 
 
 def cmd_diff(state, args, ctx, say) -> dict:
@@ -60,9 +61,9 @@ def cmd_show(state, args, ctx, say) -> dict:
     return {}
 
 
-def edit_text(cand: dict) -> str:
+def edit_text(cand: Candidate) -> str:
     """A version as the file /edit hands to $EDITOR: header and body under marker lines."""
-    return f"{HEADER_MARK}\n{cand.get('header', '').rstrip()}\n{BODY_MARK}\n{cand['body']}"
+    return f"{HEADER_MARK}\n{cand.header.rstrip()}\n{BODY_MARK}\n{cand.body}"
 
 
 def parse_edit(text: str, where: str) -> tuple[str | None, str]:
@@ -92,11 +93,10 @@ def cmd_apply(state, args, ctx, say) -> dict:
     header, body = parse_edit(text, pos[0])
     if not body.strip():
         raise KportError(f"{pos[0]}: the body is empty; nothing applied")
-    cand = {**base["candidate"], "body": body, "origin": "edit"}
-    if header is not None:
-        cand["header"] = header
-    if cand["body"] == base["candidate"]["body"] and \
-            cand.get("header", "") == base["candidate"].get("header", ""):
+    old = candidate_of(base)
+    cand = old.model_copy(update={"body": body, "origin": "edit",
+                                  "header": old.header if header is None else header})
+    if (cand.body, cand.header) == (old.body, old.header):
         say(f"no change from v{base['n']}; nothing applied")
         return {}
     new, versions = add_version(state, cand, "edit")

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from corpus.candidate import Candidate
 from corpus.cases import evaluate
 from runners.dtypes import DTYPES
 
@@ -18,7 +19,7 @@ NO_GPU = ("No Apple GPU timing exists: this machine has no Metal (mx.metal.is_av
           "`kport port` (or the package's kernel.py) on Apple Silicon for timings.")
 
 
-def launch_values(candidate: dict, sizes: dict[str, int]) -> tuple[tuple, tuple, dict]:
+def launch_values(candidate: Candidate, sizes: dict[str, int]) -> tuple[tuple, tuple, dict]:
     """(grid, threadgroup, template) of a candidate evaluated at ``sizes``; template strings
     that name a dtype stay names. Raises CaseError for an expression it cannot evaluate."""
     def dims(exprs) -> tuple:
@@ -26,11 +27,11 @@ def launch_values(candidate: dict, sizes: dict[str, int]) -> tuple[tuple, tuple,
         return tuple((vals + [1, 1, 1])[:3])
 
     template = {k: v if not isinstance(v, str) or v in DTYPES else int(evaluate(v, sizes))
-                for k, v in (candidate.get("template") or {}).items()}
-    return dims(candidate["grid"]), dims(candidate["threadgroup"]), template
+                for k, v in candidate.template.items()}
+    return dims(candidate.grid), dims(candidate.threadgroup), template
 
 
-def perf_lints(candidate: dict, sizes: dict[str, int], chip: str) -> list[dict]:
+def perf_lints(candidate: Candidate, sizes: dict[str, int], chip: str) -> list[dict]:
     """kb.lints findings for the candidate at ``sizes`` on ``chip``, as dicts."""
     from kb.lints import lint_metal
     from runners.errors import KportError
@@ -41,7 +42,7 @@ def perf_lints(candidate: dict, sizes: dict[str, int], chip: str) -> list[dict]:
         tg, template = None, {}
     return [{"id": x.id, "severity": x.severity, "message": x.message, "line": x.line,
              "file": x.file, "sources": x.sources}
-            for x in lint_metal(candidate["body"], candidate.get("header", ""),
+            for x in lint_metal(candidate.body, candidate.header,
                                 threadgroup=tg, template=template, chip=chip)]
 
 
@@ -51,7 +52,7 @@ def lint_score(lints: list[dict]) -> float:
     return round(sum(weight[x["severity"]] for x in lints), 3)
 
 
-def sim_metrics(candidate: dict, case, sizes: dict[str, int], chip: str) -> dict:
+def sim_metrics(candidate: Candidate, case, sizes: dict[str, int], chip: str) -> dict:
     """Launch shape, static threadgroup memory and a memory-traffic roofline bound at
     ``sizes`` (every array read or written once; flops not counted)."""
     from kb.arch import ArchError, roofline_seconds
@@ -59,7 +60,7 @@ def sim_metrics(candidate: dict, case, sizes: dict[str, int], chip: str) -> dict
     from kb.tgmem import threadgroup_decls
 
     grid, tg, template = launch_values(candidate, sizes)
-    decls = threadgroup_decls(candidate["body"], template)
+    decls = threadgroup_decls(candidate.body, template)
     moved = 0
     for a in case.args:
         if a.role == "scalar":
@@ -78,11 +79,12 @@ def sim_metrics(candidate: dict, case, sizes: dict[str, int], chip: str) -> dict
     return out
 
 
-def _apple_timing(candidate: dict, case, sizes: dict[str, int]) -> dict | None:
+def _apple_timing(candidate: Candidate, case, sizes: dict[str, int]) -> dict | None:
     """Median seconds of the candidate and of the case's expert port on this Mac; None
     without Metal. Unconfirmed: written against runners.mlx_metal, not run on a Mac here."""
-    from runners import mlx_metal
+    import runners
 
+    mlx_metal = runners.get("mlx_metal")
     if not mlx_metal.available():
         return None
     import mlx.core as mx
@@ -93,38 +95,32 @@ def _apple_timing(candidate: dict, case, sizes: dict[str, int]) -> dict | None:
     by_name = {a.name: a for a in case.args}
     values = make_inputs(case, sizes, 0)
 
-    def timed(port: dict) -> float:
+    def timed(port: Candidate) -> float:
         grid, tg, template = launch_values(port, sizes)
         outs = [by_name[o] if o in by_name else by_name[o.removesuffix("_out")]
-                for o in port["outputs"]]
-        k = mlx_metal.metal_kernel("kport_bench", port["inputs"], port["outputs"], port["body"],
-                                   port.get("header", ""),
-                                   atomic_outputs=bool(port.get("atomic_outputs")))
+                for o in port.outputs]
+        k = mlx_metal.kernel("kport_bench", port.inputs, port.outputs, port.body, port.header,
+                             atomic_outputs=port.atomic_outputs)
         make = lambda: [to_mx(Tensor(np.asarray(values[n]), by_name[n].dtype))  # noqa: E731
-                        for n in port["inputs"]]
-        stats = mlx_metal.benchmark(
-            k, make, grid=grid, threadgroup=tg,
+                        for n in port.inputs]
+        stats = k.benchmark(
+            make, grid=grid, threadgroup=tg,
             output_shapes=[tuple(int(evaluate(s, sizes)) for s in a.shape) for a in outs],
             output_dtypes=[getattr(mx, a.dtype) for a in outs],
             template=[(n, getattr(mx, v) if isinstance(v, str) else v)
                       for n, v in template.items()] or None,
-            init_value=port.get("init_value"))
-        return stats["median_s"]
+            init_value=port.init_value)
+        return stats.median_s
 
     out = {"median_s": timed(candidate), "sizes": dict(sizes)}
     if case.metal is not None:
-        m = case.metal
-        expert = {"body": (case.folder / m.source).read_text(),
-                  "header": (case.folder / m.header).read_text() if m.header else "",
-                  "inputs": m.inputs, "outputs": m.outputs, "grid": m.grid,
-                  "threadgroup": m.threadgroup, "template": m.template,
-                  "atomic_outputs": m.atomic_outputs, "init_value": m.init_value}
+        expert = Candidate.from_case(case)
         out["baseline"] = {"what": f"the expert port of {case.id}", "median_s": timed(expert)}
         out["speedup"] = out["baseline"]["median_s"] / out["median_s"]
     return out
 
 
-def measure(candidate: dict, case, chip: str) -> dict:
+def measure(candidate: Candidate, case, chip: str) -> dict:
     """Benchmark record of a correct candidate at the case's default sizes: lints, metrics,
     timing (None off a Mac), note and score ``{"kind": "time"|"lints", "value"}``."""
     sizes = dict(case.sizes)
@@ -146,4 +142,4 @@ def benchmark(state, runtime) -> dict:
     if not state.get("check", {}).get("ok"):
         return {"bench": {}}
     ctx = runtime.context
-    return {"bench": measure(state["candidate"], ctx.case, ctx.chip)}
+    return {"bench": measure(Candidate.model_validate(state["candidate"]), ctx.case, ctx.chip)}

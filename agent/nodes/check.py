@@ -5,7 +5,7 @@ candidate that fails is a record with its diagnostics, never an exception.
 
 from __future__ import annotations
 
-from agent.state import as_port
+from corpus.candidate import Candidate
 from corpus.port_check import check_translation
 from runners.errors import KportError
 
@@ -45,14 +45,14 @@ def summarize(outcomes) -> dict:
             "oracle_broken": any("no oracle" in n for n in kinds.get("oracle", []))}
 
 
-def run_check(case, candidate: dict, seeds: int | None) -> dict:
+def run_check(case, candidate: Candidate, seeds: int | None) -> dict:
     """Check one candidate; a reply with no kernel or a launch MLX rejects is a failed record."""
-    if candidate.get("error"):
-        return {"ok": False, "runs": [], "compiled": False, "feedback": [candidate["error"]],
+    if candidate.error:
+        return {"ok": False, "runs": [], "compiled": False, "feedback": [candidate.error],
                 "sanitizer": {"runs": 0, "with_findings": 0, "findings": []},
                 "oracle_broken": False}
     try:
-        return summarize(check_translation(case, as_port(candidate), seeds))
+        return summarize(check_translation(case, candidate, seeds))
     except (ValueError, KportError) as err:  # e.g. MLX's own launch checks (threadgroup size)
         return {"ok": False, "runs": [], "compiled": False, "feedback": [str(err)[:500]],
                 "sanitizer": {"runs": 0, "with_findings": 0, "findings": []},
@@ -62,14 +62,14 @@ def run_check(case, candidate: dict, seeds: int | None) -> dict:
 def check(state, runtime) -> dict:
     """Returns check (the record), iteration (+1) and one attempts entry."""
     ctx = runtime.context
-    cand = state["candidate"]
+    cand = Candidate.model_validate(state["candidate"])
     result = run_check(ctx.case, cand, ctx.seeds)
     iteration = state.get("iteration", 0) + 1
     failed = [f"{r['sizes']} seed {r['seed']}" for r in result["runs"] if r["metal"] != "ok"]
     attempt = {"iteration": iteration, "phase": state.get("phase", "port"),
-               "origin": cand.get("origin", "?"), "ok": result["ok"],
+               "origin": cand.origin or "?", "ok": result["ok"],
                "summary": ("correct at every size set and seed" if result["ok"] else
                            f"failed {len(failed)} of {len(result['runs'])} runs"
                            if result["runs"] else "not run"),
-               "feedback": result["feedback"][:4], "candidate": cand}
+               "feedback": result["feedback"][:4], "candidate": cand.model_dump()}
     return {"check": result, "iteration": iteration, "attempts": [attempt]}

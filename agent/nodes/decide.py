@@ -11,6 +11,7 @@ from agent.nodes.bench import perf_lints
 from agent.nodes.optimise import applicable, better, next_expansion
 from agent.repairs import diagnosis_ids, mechanical_repair
 from agent.state import budget_stop
+from corpus.candidate import Candidate
 
 ACCEPTED = "accepted: correct at every size set and seed"
 
@@ -23,8 +24,10 @@ def _fixes(ids: list[str]) -> list[dict]:
             if i in by_id][:4]
 
 
-def _record(cand: dict, bench: dict, check: dict) -> dict:
-    return {"candidate": cand, "score": bench.get("score"), "check": check, "bench": bench}
+def _record(cand: Candidate, bench: dict, check: dict) -> dict:
+    """The state record of a correct candidate (``best``)."""
+    return {"candidate": cand.model_dump(), "score": bench.get("score"), "check": check,
+            "bench": bench}
 
 
 def _start_search(state, ctx, best: dict) -> dict:
@@ -46,7 +49,7 @@ def _start_search(state, ctx, best: dict) -> dict:
 
 
 def _port_phase(state, ctx) -> dict:
-    chk, cand = state["check"], state["candidate"]
+    chk, cand = state["check"], Candidate.model_validate(state["candidate"])
     if chk["ok"]:
         return _start_search(state, ctx, _record(cand, state.get("bench", {}), chk))
     fb = chk["feedback"]
@@ -55,7 +58,7 @@ def _port_phase(state, ctx) -> dict:
                 "the oracle failed: the CUDA kernel did not run cleanly in cuda_sim at these "
                 "sizes (see the validation notes); correct the case (shapes, sizes, values) "
                 "and run again"}
-    lints = [] if cand.get("error") else perf_lints(cand, dict(ctx.case.sizes), ctx.chip)
+    lints = [] if cand.error else perf_lints(cand, dict(ctx.case.sizes), ctx.chip)
     ids = diagnosis_ids(fb, lints)
     update = {"feedback": fb, "fixes": _fixes(ids)}
     stop = budget_stop(state, ctx)
@@ -67,7 +70,7 @@ def _port_phase(state, ctx) -> dict:
              if a["origin"].startswith("repair:")}
     fixed = mechanical_repair(cand, ctx.case, ids, tried)
     if fixed is not None:
-        return {**update, "decision": "repair", "pending": fixed[0]}
+        return {**update, "decision": "repair", "pending": fixed[0].model_dump()}
     todos = len(state["translation"].get("todos", []))
     reason = f"offline: no mechanical repair for: {fb[0] if fb else 'the failure'}"
     if ids:
@@ -79,15 +82,17 @@ def _port_phase(state, ctx) -> dict:
 
 
 def _optimise_phase(state, ctx) -> dict:
-    chk, cand, exp = state["check"], state["candidate"], state.get("expanding", {})
+    chk, exp = state["check"], state.get("expanding", {})
+    cand = Candidate.model_validate(state["candidate"])
     tree, frontier, best = list(state["tree"]), list(state["frontier"]), state["best"]
     node = {"id": len(tree), "parent": exp.get("parent"), "action": exp.get("action"),
-            "origin": cand.get("origin")}
+            "origin": cand.origin}
     update: dict = {}
     if chk["ok"]:
         bench = state.get("bench", {})
         node.update(status="scored", score=bench.get("score"))
-        frontier.append({"id": node["id"], "score": bench["score"], "candidate": cand,
+        frontier.append({"id": node["id"], "score": bench["score"],
+                         "candidate": cand.model_dump(),
                          "lints": bench.get("lints", []), "tried": []})
         if better(bench["score"], best["score"]):
             node["status"] = "scored, new best"

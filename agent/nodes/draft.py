@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from agent.llm import error_text
 from agent.prompts import SYSTEM, draft_prompt, parse_reply, repair_prompt
-from agent.state import budget_stop, candidate_from, usage_update
+from agent.state import budget_stop, usage_update
+from corpus.candidate import Candidate
 
 
-def ask(ctx, state, prompt: str, base: dict, origin: str) -> dict:
-    """One LLM request under the budgets; returns the state update: the parsed candidate and
-    token counts, or ``stop_reason`` when a budget or the provider stops the run."""
+def ask(ctx, state, prompt: str, base: Candidate, origin: str) -> dict:
+    """One LLM request under the budgets; returns the state update: the parsed candidate
+    (dumped) and token counts, or ``stop_reason`` when a budget or the provider stops the
+    run."""
     stop = budget_stop(state, ctx, prompt)
     if stop:
         return {"stop_reason": stop}
@@ -21,7 +23,8 @@ def ask(ctx, state, prompt: str, base: dict, origin: str) -> dict:
         reply = ctx.llm.ask(SYSTEM, prompt)
     except Exception as err:  # noqa: BLE001 - any provider failure ends the run as a record
         return {"stop_reason": f"LLM call failed: {error_text(err)}"}
-    return {"candidate": parse_reply(reply.text, base, origin), **usage_update(state, reply)}
+    return {"candidate": parse_reply(reply.text, base, origin).model_dump(),
+            **usage_update(state, reply)}
 
 
 def draft(state, runtime) -> dict:
@@ -32,14 +35,15 @@ def draft(state, runtime) -> dict:
     first = state.get("candidate") is None
     if ctx.llm is None:
         if first:
-            return {"candidate": candidate_from(state["translation"], "translator")}
+            draft = Candidate.from_translation(state["translation"], "translator")
+            return {"candidate": draft.model_dump()}
         return {"stop_reason": "offline: nothing left to try without an LLM"}
     sizes = dict(ctx.case.sizes)
     if first:
         return ask(ctx, state, draft_prompt(state, ctx.src, sizes),
-                   candidate_from(state["translation"], "llm"), "llm:draft")
-    return ask(ctx, state, repair_prompt(state, ctx.src, sizes), state["candidate"],
-               "llm:repair")
+                   Candidate.from_translation(state["translation"], "llm"), "llm:draft")
+    return ask(ctx, state, repair_prompt(state, ctx.src, sizes),
+               Candidate.model_validate(state["candidate"]), "llm:repair")
 
 
 def after_draft(state) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from agent.nodes.draft import ask
 from agent.nodes.retrieve import arch_facts
 from agent.prompts import optimise_prompt
+from corpus.candidate import Candidate
 
 # id, title, facts (kb/rules/arch/features.toml), feature flags that make it apply (empty:
 # always), lints that make it urgent, and the request.
@@ -70,8 +71,9 @@ def optimise(state, runtime) -> dict:
     node, action = pick
     frontier = [{**n, "tried": n["tried"] + [action["id"]]} if n["id"] == node["id"] else n
                 for n in state["frontier"]]
-    prompt = optimise_prompt(state, ctx.src, node["candidate"], action,
-                             arch_facts(action["facts"]), node.get("lints", []))
-    update = ask(ctx, state, prompt, node["candidate"], f"opt:{action['id']}")
+    base = Candidate.model_validate(node["candidate"])
+    prompt = optimise_prompt(state, ctx.src, base, action, arch_facts(action["facts"]),
+                             node.get("lints", []))
+    update = ask(ctx, state, prompt, base, f"opt:{action['id']}")
     return {**update, "frontier": frontier,
             "expanding": {"parent": node["id"], "action": action["id"]}}

@@ -8,6 +8,7 @@ without analogues and the report says so.
 from __future__ import annotations
 
 from agent.nodes.bench import perf_lints
+from corpus.candidate import Candidate
 from kb.rules_match import kernel_tokens, match_rules
 
 ANALOGUES = 2
@@ -77,7 +78,8 @@ def retrieve(state, runtime) -> dict:
     rules = rule_records(ctx.src, ctx.kernel, ctx.where)
     tr = state["translation"]
     pairs, note = analogues(ctx, kernel_text(ctx.src, ctx.kernel))
-    lints = perf_lints(tr, dict(ctx.case.sizes), ctx.chip) if tr.get("grid") else []
+    draft = Candidate.from_translation(tr)
+    lints = perf_lints(draft, dict(ctx.case.sizes), ctx.chip) if draft.grid else []
     facts = arch_facts({*BASE_FACTS, *(s for x in lints for s in x["sources"])})
     return {"rules": rules, "analogues": pairs, "kb_note": note, "lints": lints, "arch": facts}
 

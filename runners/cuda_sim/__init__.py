@@ -3,6 +3,7 @@
 ``RawKernel(code, name)(grid, block, args, shared_mem=0)`` with numpy arrays as device buffers
 (written in place) and numpy scalars (``np.int32(n)``) as values. The original CUDA kernel run
 here is kport's correctness oracle. Faults raise KernelFault; ``.launch(...)`` returns a record.
+Callers outside runners/ get it as ``runners.get("cuda_sim")`` (RUNNER, at the end).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from runners import limits, srcrewrite
+from runners.base import Runner
 from runners.settings import load_settings
 from runners.simbuild import SIMCORE, build_kernel, kernel_tail
 from runners.simfaults import CompileError, KernelFault
@@ -28,7 +30,7 @@ _SYNC = re.compile(r"\b(__syncthreads\w*|__syncwarp|__shfl\w*|__ballot_sync|__an
                    r"cooperative_groups|this_thread_block|tiled_partition|load_matrix_sync|"
                    r"store_matrix_sync|mma_sync)\b")
 
-__all__ = ["CudaRun", "KernelFault", "CompileError", "RawKernel", "RawModule"]
+__all__ = ["RUNNER", "CudaRun", "KernelFault", "CompileError", "RawKernel", "RawModule"]
 
 
 @functools.lru_cache(maxsize=1)
@@ -139,7 +141,7 @@ class RawKernel:
         build = build_kernel(self._translation_unit(), checked=settings.sim_checks == "full",
                              dialect="cuda", settings=settings)
         if not build.ok:
-            return CudaRun(False, diagnostics=build.diagnostics, build=build)
+            return CudaRun(False, diagnostics=build.diagnostics, source=self.code, build=build)
         spec = LaunchSpec(groups=grid, threadgroup=block,
                           grid_threads=tuple(g * b for g, b in zip(grid, block, strict=True)),
                           nonuniform=False, tg_mem_limit=STATIC_SHARED_LIMIT,
@@ -149,8 +151,10 @@ class RawKernel:
         for name, array in arrays.items():
             if name in result.outputs:
                 array[...] = result.outputs[name]
-        return CudaRun(True, result.findings, build.diagnostics, result.printf, build,
-                       result.kernel_s)
+        return CudaRun(True, findings=result.findings, diagnostics=build.diagnostics,
+                       outputs=list(arrays.values()) if result.status == "ok" else [],
+                       printf=result.printf, source=self.code, kernel_s=result.kernel_s,
+                       build=build)
 
     def __call__(self, grid, block, args, *, shared_mem: int = 0) -> None:
         run = self.launch(grid, block, args, shared_mem)
@@ -214,3 +218,6 @@ def _inline_includes(code: str, folder: Path, filename: str,
         after = code.count("\n", 0, m.start()) + 2
         return f'#line 1 "{m[1]}"\n{body}\n#line {after} "{filename}"'
     return _INCLUDE.sub(repl, code)
+
+
+RUNNER = Runner("cuda_sim", "cuda", hardware=False, kernel=RawKernel)

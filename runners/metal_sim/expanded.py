@@ -16,6 +16,9 @@ import struct
 from dataclasses import replace
 from pathlib import Path
 
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
+
 from runners.cpplex import Token, lex
 from runners.metal_sim import conditionals, restrictions, spaces
 from runners.metal_sim.allowlist import (
@@ -39,6 +42,7 @@ def digest() -> str:
                           + (here / "restrictions.py").read_bytes()
                           + (here / "conditionals.py").read_bytes()
                           + (here.parent / "srcrewrite.py").read_bytes()
+                          + (here.parent / "sourcetree.py").read_bytes()
                           + Path(__file__).read_bytes()).hexdigest()
 
 
@@ -314,8 +318,6 @@ _IMPORTS = {"memcpy", "memmove", "memset", "memcmp", "bcmp", "__stack_chk_fail"}
 @functools.lru_cache(maxsize=1)
 def _libm_functions() -> frozenset[str]:
     """Functions libm exports, read from the libm this process has mapped."""
-    from elftools.elf.elffile import ELFFile
-
     try:
         maps = Path("/proc/self/maps").read_text().split("\n")
     except OSError:
@@ -333,9 +335,6 @@ def _libm_functions() -> frozenset[str]:
 def import_problems(library: bytes, file: str) -> list[Problem]:
     """Calls the linked kernel library (its bytes) makes outside itself that a kernel may not
     make (the C library's ``system``, ``fopen``, ...), read from its dynamic symbol table."""
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
-
     try:
         table = ELFFile(io.BytesIO(library)).get_section_by_name(".dynsym")
         wanted = sorted({s.name for s in table.iter_symbols()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -28,12 +27,7 @@ _SYNC = re.compile(r"\b(threadgroup_barrier|simdgroup_barrier|simd_\w+|quad_\w+|
                    r"simdgroup_multiply\w*)\b")
 
 
-@dataclass
-class SimRun(SimRecord):
-    """A launch record plus the outputs (mx.array each) and the source MLX would compile."""
-
-    outputs: list = field(default_factory=list)
-    source: str = ""  # the text MLX would compile (prelude excluded)
+SimRun = SimRecord  # what MetalKernel.launch returns: outputs are mx.arrays, source MLX's text
 
 
 def _line_directives(full: str, rewritten: str, header: str, source: str, sig_end: int) -> str:

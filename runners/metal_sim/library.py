@@ -163,8 +163,10 @@ class MetalFunction:
         for name, array in arrays.items():
             if name in result.outputs:
                 array[...] = result.outputs[name].reshape(array.shape)
-        return MetalRun(True, result.findings, build.diagnostics, result.printf, build,
-                        result.kernel_s)
+        return MetalRun(True, findings=result.findings, diagnostics=build.diagnostics,
+                        outputs=list(arrays.values()) if result.status == "ok" else [],
+                        printf=result.printf, source=lib.source, kernel_s=result.kernel_s,
+                        build=build)
 
 
 def _bare_instantiation(m: re.Match) -> str:

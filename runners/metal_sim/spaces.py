@@ -20,6 +20,7 @@ from pathlib import Path
 from runners import srcrewrite
 from runners.cpplex import Token
 from runners.lifetime import temp_folder
+from runners.metal_sim.allowlist import Problem
 from runners.sandbox import Limits
 from runners.settings import Settings
 from runners.simbuild import COMPILE_MEMORY, INCLUDE, Diagnostic, compile_jail
@@ -132,8 +133,6 @@ def _type_ends_at(toks: list[Token], k: int, types: set[str], templates: set[str
 def missing_space_problems(toks: list[Token], file: str, extra_types=()) -> list:
     """(file, line, message) for each pointer or reference type written without an address
     space (``auto`` deduces one, so it is left alone)."""
-    from runners.metal_sim.allowlist import Problem
-
     types, templates = _declared_types(toks)
     types |= BUILTIN_TYPES | set(extra_types)
     out = []

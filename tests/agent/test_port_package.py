@@ -201,6 +201,7 @@ def test_kernel_py_carries_kports_one_size_evaluator():
     import ast as pyast
 
     from agent.package import kernel_py
+    from corpus.candidate import Candidate
     from runners import sizeexpr
 
     spec = {"params": ["x", "y"], "args": {"x": {"role": "in"}, "y": {"role": "out"}},
@@ -208,7 +209,9 @@ def test_kernel_py_carries_kports_one_size_evaluator():
             "out_args": {"y": "y"}, "grid": ["ceil_div(n, 4) * 4", 1, 1],
             "threadgroup": [4, 1, 1], "template": {}, "atomic_outputs": False,
             "init_value": None}
-    text = kernel_py("copy", {"body": "y[0] = x[0];", "header": ""}, spec, "a test")
+    port = Candidate(body="y[0] = x[0];", header="", inputs=["x"], outputs=["y"],
+                     grid=spec["grid"], threadgroup=spec["threadgroup"])
+    text = kernel_py("copy", port, spec, "a test")
     tree = pyast.parse(text)
     # at module level it imports nothing of kport (metal_sim only where there is no Mac)
     assert not [n for n in tree.body if isinstance(n, pyast.ImportFrom)

@@ -3,9 +3,10 @@ offline agent stopping honestly when nothing mechanical applies."""
 
 from agent.prompts import parse_reply
 from agent.repairs import diagnosis_ids, mechanical_repair
+from corpus.candidate import Candidate
 
-BASE = {"body": "old;\n", "header": "", "inputs": ["x"], "outputs": ["y"], "grid": ["n"],
-        "threadgroup": [256], "template": {}, "atomic_outputs": False, "init_value": None}
+BASE = Candidate(body="old;\n", header="", inputs=["x"], outputs=["y"], grid=["n"],
+                 threadgroup=[256], template={}, atomic_outputs=False, init_value=None)
 
 
 def test_a_reply_gives_body_header_and_launch():
@@ -13,24 +14,24 @@ def test_a_reply_gives_body_header_and_launch():
             "```metal\ny[0] = sq(x[0]);\n```\n```json\n{\"threadgroup\": [128, 1, 1], "
             "\"template\": {\"B\": 128}, \"inputs\": [\"evil\"]}\n```")
     c = parse_reply(text, BASE, "llm:draft")
-    assert c["body"] == "y[0] = sq(x[0]);\n" and "inline float sq" in c["header"]
-    assert c["threadgroup"] == [128, 1, 1] and c["template"] == {"B": 128}
-    assert c["inputs"] == ["x"] and c["origin"] == "llm:draft"  # names are not the model's
+    assert c.body == "y[0] = sq(x[0]);\n" and "inline float sq" in c.header
+    assert c.threadgroup == [128, 1, 1] and c.template == {"B": 128}
+    assert c.inputs == ["x"] and c.origin == "llm:draft"  # names are not the model's
 
 
 def test_a_reply_without_a_body_is_a_failed_record():
     c = parse_reply("I cannot do that.", BASE, "llm:draft")
-    assert "no ```metal block" in c["error"] and c["body"] == "old;\n"
+    assert "no ```metal block" in c.error and c.body == "old;\n"
 
 
 def test_repairs_edit_tokens_not_comments_or_longer_names():
-    cand = {**BASE, "body": "// double check\ndouble v = 1.0; my_double_t w;\n"
-                            "atomic_fetch_add_explicit(p, 1, memory_order_seq_cst);\n"}
+    cand = BASE.model_copy(update={"body": "// double check\ndouble v = 1.0; my_double_t w;\n"
+                                   "atomic_fetch_add_explicit(p, 1, memory_order_seq_cst);\n"})
     fixed, rid = mechanical_repair(cand, None, ["types.fp64"], set())
-    assert rid == "types.fp64" and fixed["origin"] == "repair:types.fp64"
-    assert "// double check\nfloat v = 1.0; my_double_t w;" in fixed["body"]
+    assert rid == "types.fp64" and fixed.origin == "repair:types.fp64"
+    assert "// double check\nfloat v = 1.0; my_double_t w;" in fixed.body
     relaxed, _ = mechanical_repair(cand, None, ["compiler.memory_order"], set())
-    assert "memory_order_relaxed" in relaxed["body"]
+    assert "memory_order_relaxed" in relaxed.body
     assert mechanical_repair(cand, None, ["types.fp64"], {"types.fp64"}) is None  # tried
     assert mechanical_repair(cand, None, ["run.threadgroup_race"], set()) is None  # no repair
 

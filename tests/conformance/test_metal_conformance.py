@@ -1,4 +1,4 @@
-"""Every Metal runner on this machine must pass the same conformance cases.
+"""Every Metal runner runners.get knows must pass the same conformance cases.
 
 metal_sim runs everywhere; mlx_metal runs only on Apple Silicon with Metal and skips elsewhere.
 """
@@ -6,19 +6,19 @@ metal_sim runs everywhere; mlx_metal runs only on Apple Silicon with Metal and s
 import numpy as np
 import pytest
 
+import runners
 from evals.conformance_metal import METAL_CASES, run_metal_case, to_numpy
-from runners import metal_sim, mlx_metal
+from runners.base import NAMES
 
-RUNNERS = [
-    pytest.param(metal_sim.metal_kernel, id="metal_sim"),
-    pytest.param(mlx_metal.metal_kernel, id="mlx_metal", marks=pytest.mark.skipif(
-        not mlx_metal.available(), reason="mlx_metal needs Apple Silicon with Metal")),
-]
+RUNNERS = [pytest.param(runners.get(n), id=n) for n in NAMES
+           if runners.get(n).language == "metal"]
 
 
 @pytest.mark.parametrize("runner", RUNNERS)
 @pytest.mark.parametrize("case", METAL_CASES, ids=[c.name for c in METAL_CASES])
 def test_case_matches_the_numpy_reference(case, runner):
+    if not runner.available():
+        pytest.skip(runner.reason())
     inputs, record = run_metal_case(case, runner, seed=1)
     assert record.ok, (record.diagnostics, record.findings)
     expected = case.expected(inputs)

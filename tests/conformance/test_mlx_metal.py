@@ -91,6 +91,22 @@ def test_launch_returns_evaluated_outputs_and_no_findings(monkeypatch):
     assert run.outputs[0].tolist() == [1.0] * 4
 
 
+def test_launch_with_reps_fills_the_records_timing(monkeypatch):
+    calls = []
+
+    def kernel(inputs, **_):
+        calls.append(inputs[0])
+        return [inputs[0] + 1]
+
+    faked = _faked(monkeypatch, kernel)
+    assert faked.launch(inputs=[mx.zeros((4,))], **LAUNCH).timing is None
+    calls.clear()
+    run = faked.launch(inputs=[mx.zeros((4,))], reps=3, **LAUNCH)
+    assert run.ok and run.outputs[0].tolist() == [1.0] * 4
+    assert len(calls) == 1 + 1 + 3  # the recorded launch, one warm-up, three timed
+    assert run.timing.reps == 3 and 0 < run.timing.min_s <= run.timing.median_s
+
+
 def test_benchmark_times_fresh_inputs_after_warmup(monkeypatch):
     made, seen = [], []
 
@@ -104,9 +120,9 @@ def test_benchmark_times_fresh_inputs_after_warmup(monkeypatch):
 
     result = mlx_metal.benchmark(_faked(monkeypatch, kernel), make_inputs, warmup=2, reps=5,
                                  **LAUNCH)
-    assert result["reps"] == 5 and len(made) == len(seen) == 7
+    assert result.reps == 5 and len(made) == len(seen) == 7
     assert all(a is b for a, b in zip(made, seen, strict=True))
-    assert 0 < result["min_s"] <= result["median_s"]
+    assert 0 < result.min_s <= result.median_s
 
 
 @pytest.mark.skipif(not mlx_metal.available(), reason="mlx_metal needs Apple Silicon with Metal")
@@ -121,4 +137,4 @@ def test_benchmark_on_the_gpu():
                                  output_shapes=list(case.output_shapes),
                                  output_dtypes=list(case.output_dtypes), grid=case.grid,
                                  threadgroup=case.threadgroup)
-    assert result["reps"] == 3 and 0 < result["min_s"] <= result["median_s"]
+    assert result.reps == 3 and 0 < result.min_s <= result.median_s
