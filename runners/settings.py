@@ -32,6 +32,9 @@ ENV_VARS: dict[str, str] = {
     "KPORT_SIM_CHECKS": "'full' (bounds, races, uninitialised reads; default) or 'fast'",
     "KPORT_COMPILE_TIMEOUT": "seconds one simulator compile may take before it fails (default 120)",
     "KPORT_UNSANDBOXED": "1: run outside code even where the OS gives no jail (unsafe; recorded)",
+    "KPORT_BUILD_CACHE": "where compiled simulator kernels are kept (default "
+                         "$KPORT_HOME/cache/build): share one between homes or keep it in a CI "
+                         "cache; entries are keyed by source, compiler, shim and CPU",
 }
 
 # Keys of config.toml and the env variable each one mirrors.
@@ -46,6 +49,7 @@ _FIELD_ENV = {
     "sim_checks": "KPORT_SIM_CHECKS",
     "compile_timeout": "KPORT_COMPILE_TIMEOUT",
     "unsandboxed": "KPORT_UNSANDBOXED",
+    "build_cache": "KPORT_BUILD_CACHE",
 }
 
 
@@ -54,7 +58,8 @@ class ConfigError(KportError):
 
 
 class Settings(BaseModel):
-    """Frozen settings of one kport process. Paths are all under ``home``."""
+    """Frozen settings of one kport process. Paths are all under ``home``; the build cache
+    too, unless KPORT_BUILD_CACHE moves it."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -69,6 +74,7 @@ class Settings(BaseModel):
     sim_checks: Literal["full", "fast"] = "full"
     compile_timeout: float = Field(default=120.0, gt=0, allow_inf_nan=False)
     unsandboxed: bool = False
+    build_cache: Path | None = None  # None: home / "cache" / "build"
 
     @property
     def kb_dir(self) -> Path:
@@ -77,8 +83,9 @@ class Settings(BaseModel):
 
     @property
     def build_cache_dir(self) -> Path:
-        """Compiled simulator kernels, keyed by content hash."""
-        return self.home / "cache" / "build"
+        """Compiled simulator kernels, keyed by content hash (the key holds everything that
+        changes a build, so homes, users of one machine or CI runs may share the folder)."""
+        return (self.build_cache or self.home / "cache" / "build").expanduser()
 
     @property
     def sessions_dir(self) -> Path:

@@ -5,16 +5,25 @@ import tempfile
 
 import pytest
 
-# Set before any kport module reads settings. One home per test session keeps the build cache warm
-# across tests; tests that check isolation make their own.
+# Set before any kport module reads settings: a home per test process (each xdist worker makes
+# its own); tests that check isolation make their own.
 os.environ["KPORT_HOME"] = tempfile.mkdtemp(prefix="kport-test-home-")
 for _var in ("KPORT_CXX", "KPORT_MODEL", "KPORT_BASE_URL", "KPORT_CHROMA_URL"):
     os.environ.pop(_var, None)
+# One build cache for the whole run, workers and the homes tests make included, so a kernel is
+# compiled once per run, not once per test (entries are content-keyed and written atomically).
+# The first process to load this file (xdist's controller) makes it; workers inherit it.
+# KPORT_TEST_BUILD_CACHE names a folder kept between runs (a CI cache) instead.
+if "KPORT_TEST_RUN_BUILD_CACHE" not in os.environ:
+    os.environ["KPORT_TEST_RUN_BUILD_CACHE"] = (os.environ.get("KPORT_TEST_BUILD_CACHE")
+                                               or tempfile.mkdtemp(prefix="kport-test-build-"))
+os.environ["KPORT_BUILD_CACHE"] = os.environ["KPORT_TEST_RUN_BUILD_CACHE"]
 
 
 @pytest.fixture
 def fresh_home(tmp_path, monkeypatch):
-    """A KPORT_HOME of the test's own."""
+    """A KPORT_HOME of the test's own, its build cache in it (cold)."""
     home = tmp_path / "home"
     monkeypatch.setenv("KPORT_HOME", str(home))
+    monkeypatch.delenv("KPORT_BUILD_CACHE", raising=False)
     return home

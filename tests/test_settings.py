@@ -15,6 +15,15 @@ def test_home_from_env_and_paths_under_it(tmp_path):
         assert tmp_path in path.parents
 
 
+def test_the_build_cache_may_live_outside_the_home(tmp_path):
+    env = {"KPORT_HOME": str(tmp_path / "home"), "KPORT_BUILD_CACHE": str(tmp_path / "shared")}
+    assert load_settings(env=env).build_cache_dir == tmp_path / "shared"
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / "config.toml").write_text(f'build_cache = "{tmp_path / "file"}"\n')
+    assert load_settings(env={"KPORT_HOME": str(tmp_path / "home")}).build_cache_dir == \
+        tmp_path / "file"
+
+
 def test_default_home_is_per_user(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
     s = load_settings(env={})

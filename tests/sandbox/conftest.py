@@ -22,6 +22,8 @@ def traces(tmp_path, short_limits):
 
 @pytest.fixture(autouse=True)
 def short_limits(monkeypatch):
-    """Compile-time bombs and hangs end in seconds, not minutes."""
+    """Compile-time bombs and hangs end in seconds, not minutes; the build cache stays in
+    KPORT_HOME, where the traces watch, not in the run's shared one."""
+    monkeypatch.delenv("KPORT_BUILD_CACHE", raising=False)
     monkeypatch.setenv("KPORT_COMPILE_TIMEOUT", "8")
     monkeypatch.setenv("KPORT_SIM_TIMEOUT", "5")

@@ -18,6 +18,7 @@ import secrets
 import socket
 import struct
 import subprocess
+import time
 from pathlib import Path
 
 _IN_ACCESS, _IN_MODIFY, _IN_ATTRIB, _IN_CLOSE_WRITE = 0x1, 0x2, 0x4, 0x8
@@ -27,6 +28,8 @@ _WATCH = (_IN_ACCESS | _IN_MODIFY | _IN_ATTRIB | _IN_CLOSE_WRITE | _IN_OPEN | _I
 _NAMES = {_IN_ACCESS: "read", _IN_MODIFY: "written", _IN_ATTRIB: "attributes changed",
           _IN_CLOSE_WRITE: "written", _IN_OPEN: "opened", _IN_MOVED_FROM: "moved away",
           _IN_MOVED_TO: "moved in", _IN_CREATE: "created", _IN_DELETE: "deleted"}
+# How long an orphaned jail may take to die (see Traces._leftovers).
+ORPHAN_GRACE_S = 10.0
 # Command lines of kport's jailed children: none may be alive once a run has returned.
 _OURS = ("kport-simhost", "reference_child.py", "kport-launch-", "kport-build-")
 
@@ -113,8 +116,20 @@ class Traces:
         return events
 
     def _leftovers(self) -> list[str]:
-        """Live processes an attack started, or kport's jailed children whose kport is gone
-        (orphans: no Python process above them; another kport running meanwhile has one)."""
+        """Live processes an attack started (its nonce in their command line), at once; and
+        kport's jailed children whose kport is gone (orphans: no Python process above them),
+        if still alive after ORPHAN_GRACE_S. The grace is for other tests running meanwhile:
+        a test that SIGKILLs its kport leaves a jail that --die-with-parent tears down a moment
+        later, and that jail names no nonce, so it cannot be told from this attack's."""
+        started, orphans = self._live()
+        deadline = time.monotonic() + ORPHAN_GRACE_S
+        while orphans and time.monotonic() < deadline:
+            time.sleep(0.2)
+            orphans = {pid: cmd for pid, cmd in self._live()[1].items() if pid in orphans}
+        return started + list(orphans.values())
+
+    def _live(self) -> tuple[list[str], dict[int, str]]:
+        """(commands holding the nonce, {pid: command} of orphaned kport jail processes)."""
         table = {}
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit() or int(entry.name) == self.sentinel.pid:
@@ -137,8 +152,10 @@ class Traces:
                 pid = parent
             return True
 
-        return [cmd.strip()[:200] for pid, (cmd, state, _) in table.items() if state != "Z"
-                and (self.nonce in cmd or (any(m in cmd for m in _OURS) and orphan(pid)))]
+        live = {pid: cmd.strip()[:200] for pid, (cmd, state, _) in table.items() if state != "Z"}
+        started = [cmd for cmd in live.values() if self.nonce in cmd]
+        return started, {pid: cmd for pid, cmd in live.items() if self.nonce not in cmd
+                         and any(m in cmd for m in _OURS) and orphan(pid)}
 
     def close(self) -> None:
         self.sentinel.kill()

@@ -42,6 +42,7 @@ def scratch(tmp_path):
     env = {**os.environ, "KPORT_HOME": str(home), "TMPDIR": str(tmp),
            "KPORT_SIM_TIMEOUT": "100", "KPORT_COMPILE_TIMEOUT": "100",
            "PYTHONPATH": str(ROOT)}
+    env.pop("KPORT_BUILD_CACHE", None)  # the home's own cache, which these tests look into
     return tmp_path, env
 
 
