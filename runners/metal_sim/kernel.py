@@ -97,7 +97,11 @@ class MetalKernel:
         math_mode = (compile_options or {}).get("math_mode", "safe")
         if math_mode not in ("safe", "relaxed", "fast"):
             raise ValueError(f"[metal_kernel] Unknown math_mode {math_mode!r}.")
-        allowlist.check_names([name], "name")
+        # MLX declares the kernel as custom_kernel_<name>..., so a keyword (`double`) is a fine
+        # name; what is pasted after the prefix must still continue an identifier.
+        if not re.fullmatch(r"[A-Za-z0-9_]+", name):
+            raise ValueError(f"[metal_kernel] name {name!r} is not a name a kernel may use: "
+                             "letters, digits and _ (MLX declares custom_kernel_<name>)")
         allowlist.check_names(list(input_names) + list(output_names), "input/output name")
         self.name, self.source, self.header = name, source, header
         self.input_names, self.output_names = list(input_names), list(output_names)

@@ -169,6 +169,21 @@ def test_kernel_and_argument_names_must_be_plain_identifiers():
             metal_kernel("k", [bad], ["y"], "y[0] = 0;")
 
 
+def test_a_kernel_name_follows_mlxs_prefix():
+    """MLX declares custom_kernel_<name>: a keyword is a fine name (the README's example is
+    `double`), a name that does not continue an identifier is not."""
+    import mlx.core as mx
+
+    body = "uint i = thread_position_in_grid.x;\ny[i] = 2 * x[i];"
+    k = metal_kernel("double", ["x"], ["y"], body)
+    y, = k(inputs=[mx.arange(4.0)], grid=(4, 1, 1), threadgroup=(4, 1, 1),
+           output_shapes=[(4,)], output_dtypes=[mx.float32])
+    assert y.tolist() == [0.0, 2.0, 4.0, 6.0]
+    for bad in ("a-b", "x y", ""):
+        with pytest.raises(ValueError, match="not a name a kernel may use"):
+            metal_kernel(bad, ["x"], ["y"], "y[0] = 0;")
+
+
 def test_the_preprocessed_pass_alone_refuses_an_include(monkeypatch):
     """With the source pass off, the second pass still sees what the compiler included."""
     import mlx.core as mx
