@@ -13,6 +13,8 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
 from tests.agent.agent_fakes import reply
 
+pytestmark = pytest.mark.slow  # scripted chat sessions end to end (tests/tiers.py)
+
 ROOT = Path(__file__).parents[2]
 SAXPY = ROOT / "corpus" / "cases" / "001_saxpy"
 

@@ -70,8 +70,9 @@ atol = 1e-5
 reference = "cuda"
 """
 
-pytestmark = pytest.mark.skipif(shutil.which("tmux") is None,
-                                reason="needs tmux (apt-get install tmux; .ci/run installs it)")
+pytestmark = [pytest.mark.slow,  # a whole port in a real terminal (tests/tiers.py)
+              pytest.mark.skipif(shutil.which("tmux") is None,
+                                reason="needs tmux (apt-get install tmux; .ci/run installs it)")]
 
 
 class Terminal:

@@ -10,8 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.cli import kport as run_kport
 from tests.cli import kport_env
+
+pytestmark = pytest.mark.slow  # several kport ports end to end, killed writes (tests/tiers.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 SAXPY = ROOT / "corpus" / "cases" / "001_saxpy"

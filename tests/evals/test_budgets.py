@@ -11,6 +11,8 @@ import pytest
 from corpus.cases import load_case
 from corpus.check import make_inputs
 
+pytestmark = pytest.mark.slow  # cold compiles against time budgets (tests/tiers.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 SAXPY = ROOT / "corpus" / "cases" / "001_saxpy"
 PORT = (SAXPY / "port.metal").read_text()

@@ -5,7 +5,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from corpus.cases import discover
+
+pytestmark = pytest.mark.slow  # the whole corpus through kport eval (tests/tiers.py)
 
 NEEDS_RESTRUCTURING = {"021_gemm_wmma_half", "039_flash_attention_fwd_causal_d128",
                        "041_mamba1_selective_scan_fwd", "043_flash_attention_fwd_d128"}

@@ -16,6 +16,8 @@ from evals.eval_case import RESULT_FIELDS, make_task, run_case
 from evals.results import RESULTS, RunDirError, read_results
 from tests.evals.eval_fixtures import CHEAP, ROOT, kport
 
+pytestmark = pytest.mark.slow  # eval runs end to end, a killed run, Ray (tests/tiers.py)
+
 
 def lines(folder) -> list[dict]:
     return [json.loads(x) for x in (folder / RESULTS).read_text().splitlines()]

@@ -14,6 +14,8 @@ import pytest
 
 from tests.evals.eval_fixtures import kport
 
+pytestmark = pytest.mark.slow  # an eval run and headless Chromium (tests/tiers.py)
+
 CHROMIUM = next((p for p in (shutil.which("chromium"), "/usr/bin/chromium") if p and
                  Path(p).is_file()), None)
 

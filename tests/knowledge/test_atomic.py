@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # builds the whole knowledge base, kills imports (tests/tiers.py)
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -14,6 +14,7 @@ import pytest
 CASES = Path(__file__).parents[2] / "corpus" / "cases"
 
 
+@pytest.mark.slow  # reads the whole knowledge base, built once (tests/tiers.py)
 def test_search_json_contract(cli, built_home):
     proc = cli("kb", "search", "online softmax simd_max", "-k", "4", "--json", home=built_home)
     assert proc.returncode == 0, proc.stderr
@@ -26,6 +27,7 @@ def test_search_json_contract(cli, built_home):
     assert scores == sorted(scores, reverse=True)
 
 
+@pytest.mark.slow  # reads the whole knowledge base, built once (tests/tiers.py)
 def test_search_by_file_with_kind_and_pairs(cli, built_home):
     src = CASES / "017_gemv_warp_per_row" / "kernel.cu"
     proc = cli("kb", "search", f"@{src}", "--kind", "analogues", "--language", "cuda",
@@ -50,6 +52,7 @@ def test_rules_json_contract(cli):
     assert firsts == sorted(firsts)
 
 
+@pytest.mark.slow  # reads the whole knowledge base, built once (tests/tiers.py)
 def test_stats_json(cli, built_home):
     proc = cli("kb", "stats", "--json", home=built_home)
     s = json.loads(proc.stdout)
@@ -69,6 +72,7 @@ def test_errors_are_for_people(cli, fresh_home, args, message):
     assert message in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow  # reads the whole knowledge base, built once (tests/tiers.py)
 def test_unknown_kernel_and_feature_errors(cli, built_home):
     proc = cli("kb", "rules", str(CASES / "001_saxpy" / "kernel.cu"), "--kernel", "nope")
     assert proc.returncode == 2 and "no kernel named 'nope'; kernels here: saxpy" in proc.stderr
@@ -96,6 +100,7 @@ def _llama_tree(root: Path) -> Path:
     return archive
 
 
+@pytest.mark.slow  # kb writes end to end; a Chroma server (tests/tiers.py)
 def test_import_llama_cpp_archive_pairs_and_remove(cli, fresh_home, tmp_path):
     archive = _llama_tree(tmp_path)
     proc = cli("kb", "import-llama-cpp", str(archive), "--json", home=fresh_home)
@@ -117,6 +122,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow  # kb writes end to end; a Chroma server (tests/tiers.py)
 def test_shared_kb_on_a_real_chroma_server(cli, tmp_path, fresh_home):
     chroma = Path(sys.executable).parent / "chroma"
     port = _free_port()
@@ -176,6 +182,7 @@ def test_fixes_for_a_message(cli):
     assert any("threadgroup_barrier" in f["fix"] for f in found)
 
 
+@pytest.mark.slow  # kb writes end to end; a Chroma server (tests/tiers.py)
 def test_add_pairs_and_export_import_round_trip(cli, fresh_home, tmp_path):
     cu, mt = tmp_path / "cuda", tmp_path / "metal"
     cu.mkdir()

@@ -10,6 +10,10 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.slow  # kills and races kb writers (tests/tiers.py)
+
 N_FILES, PER_FILE = 40, 10
 READ_WHILE_FILES = 16  # an add long enough for readers to run during it, short for CI
 

@@ -111,6 +111,7 @@ def test_model_mismatch_is_refused(tmp_path):
         other.collection("analogues")
 
 
+@pytest.mark.slow  # reads the whole knowledge base, built once (tests/tiers.py)
 def test_filters_on_the_built_kb(built_store, tmp_path):
     hits = search(built_store, "block reduction with shared memory", kinds=["analogues"], k=8,
                   features=["shared", "barrier"], language="metal",
@@ -126,6 +127,7 @@ def test_filters_on_the_built_kb(built_store, tmp_path):
         search(built_store, "x", features=["sharde"], cache_root=tmp_path / "cache")
 
 
+@pytest.mark.slow  # reads the whole knowledge base, built once (tests/tiers.py)
 def test_a_cuda_kernel_finds_its_expert_port(built_store, tmp_path):
     from pathlib import Path
 

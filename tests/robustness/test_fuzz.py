@@ -144,6 +144,7 @@ def saxpy_source(tmp_path_factory) -> str:
     return str(folder / "kernel.cu")
 
 
+@pytest.mark.slow  # a fuzzer over whole CLI runs (tests/tiers.py)
 @settings(max_examples=40, deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(grid=_dims_text, block=_dims_text, args=_ARGS,
@@ -170,6 +171,7 @@ _size_text = st.one_of(st.just("n=1000"),
 _budget_text = st.sampled_from(["nan", "inf", "-1", "0", "0.5", "abc", "30"])
 
 
+@pytest.mark.slow  # a fuzzer over whole CLI runs (tests/tiers.py)
 @settings(max_examples=15, deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(sizes=st.lists(_size_text, max_size=2), grid=st.none() | _dims_text,

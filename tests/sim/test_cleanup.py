@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"),
-                                reason="/proc, /dev/shm and PR_SET_PDEATHSIG are Linux's")
+pytestmark = [pytest.mark.slow,  # kills compiles and launches mid-way (tests/tiers.py)
+              pytest.mark.skipif(not sys.platform.startswith("linux"),
+                                reason="/proc, /dev/shm and PR_SET_PDEATHSIG are Linux's")]
 
 ROOT = Path(__file__).resolve().parents[2]
 SAXPY = ROOT / "corpus" / "cases" / "001_saxpy"
