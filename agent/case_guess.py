@@ -18,7 +18,8 @@ import tomli_w
 
 from agent.translate import translate_kernel
 from agent.translate.analyze import TYPE_DTYPES
-from corpus.cases import CATEGORIES, load_case
+from corpus.cases import CATEGORIES, CaseError, evaluate, load_case
+from kb.features import guess_category
 from runners.errors import KportError
 
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
@@ -114,8 +115,6 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
 
 
 def _category(kernel: str) -> str:
-    from kb.features import guess_category
-
     cat = guess_category(kernel)
     return cat if cat in CATEGORIES else "other"
 
@@ -125,8 +124,6 @@ def load_case_arg(path: Path, scratch: Path):
     or another TOML file such as a package's case.guessed.toml, or a folder holding only that
     (loaded from a copy of its folder under ``scratch`` with the file as case.toml, since
     corpus.cases.load_case reads FOLDER/case.toml). Raises CaseError naming the user's file."""
-    from corpus.cases import CaseError
-
     path = Path(path).expanduser()
     if path.name == "case.toml" or (path.is_dir() and (path / "case.toml").is_file()):
         return load_case(path.parent if path.name == "case.toml" else path)
@@ -159,7 +156,5 @@ def with_sizes(case, sizes: dict[str, int]):
 
 def total_bytes(case, sizes: dict[str, int]) -> int:
     """Bytes of every array argument at ``sizes`` (to pick small oracle size sets)."""
-    from corpus.cases import evaluate
-
     return sum(math.prod(int(evaluate(s, sizes)) for s in a.shape) for a in case.args
                if a.role != "scalar") * 4

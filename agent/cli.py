@@ -7,6 +7,9 @@ import contextlib
 import importlib
 import os
 import sys
+import tempfile
+import time
+import traceback
 from pathlib import Path
 
 from runners import lifetime
@@ -52,6 +55,7 @@ EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_BUG, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 def _run_verb(module, prog: str, args: list[str]) -> int:
     """The verb's typer app run without click's own error printing, so that a usage error
     comes back here as one line; a verb without an app runs through its main()."""
+    # lazy: typer (~30 ms to import): `kport --help` lists the verbs without it
     from typer._click import exceptions as click  # typer vendors its own click
     from typer.exceptions import Abort
 
@@ -76,11 +80,8 @@ def _run_verb(module, prog: str, args: list[str]) -> int:
 def _save_crash(verb: str, err: BaseException) -> str:
     """Write the traceback of a kport bug to $KPORT_HOME/logs (or the temp folder when the
     settings themselves are broken); returns where."""
-    import tempfile
-    import time
-    import traceback
-
     try:
+        # lazy: pydantic (~0.1 s), which `kport --help` must not pay
         from runners.settings import load_settings
 
         folder = load_settings().home / "logs"

@@ -16,10 +16,14 @@ import sys
 from dataclasses import asdict, dataclass
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
 import runners
 from runners.lifetime import temp_folder
+from runners.sandbox import INSTALL_HINT, isolation
 from runners.settings import Settings, load_settings
+from runners.toolchain import CompilerNotFound, find_compiler
 
 # Python modules the offline pipeline imports, with the distribution that provides each.
 REQUIRED_MODULES = {
@@ -86,7 +90,7 @@ def check_modules() -> Check:
 def check_mlx() -> Check:
     if not importlib.util.find_spec("mlx"):
         return Check("mlx / Metal GPU", False, "mlx not installed", False, "pip install mlx")
-    import mlx.core as mx
+    import mlx.core as mx  # lazy: optional here (find_spec above) and heavy
 
     metal = runners.get("mlx_metal").available()
     where = "Metal GPU available" if metal else "no Metal GPU (Metal kernels run in metal_sim)"
@@ -94,8 +98,6 @@ def check_mlx() -> Check:
 
 
 def check_compiler(settings: Settings) -> Check:
-    from runners.toolchain import CompilerNotFound, find_compiler
-
     try:
         compiler = find_compiler(settings.cxx)
     except CompilerNotFound as err:
@@ -162,8 +164,6 @@ def check_llm(settings: Settings) -> Check:
 
 def check_isolation(settings: Settings) -> Check:
     """Whether code from elsewhere (ports, case folders, kernels) can run jailed here."""
-    from runners.sandbox import INSTALL_HINT, isolation
-
     iso = isolation(settings)
     if iso.jailed:
         return Check("isolation", True, iso.summary(), True)
@@ -197,11 +197,6 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
 @app.command()
 def doctor(as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table")):
     """Check what this machine can run and where kport keeps its state."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from runners.sandbox import isolation
-
     settings = load_settings()
     checks = run_checks(settings)
     ok = all(c.ok for c in checks if c.required)

@@ -28,12 +28,16 @@ import numpy as np
 
 from corpus.candidate import Launch
 from corpus.cases import CaseError, CaseSpec
-from corpus.check import compare, compiled_by, make_inputs, run_cuda, run_reference
+from corpus.check import compare, compiled_by, make_inputs, run_cuda, run_metal, run_reference
+from corpus.port_check import case_with_port
 from corpus.static_checks import static_findings
+from kb.arch import chip as find_chip
+from kb.arch import roofline_seconds
 from runners.errors import KportError
 from runners.lifetime import sweep, temp_folder
 from runners.sandbox import die_with_parent, require_isolation
 from runners.settings import load_settings
+from runners.simhost import build_only
 
 SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL")
 CHILD_MEMORY = 8 << 30
@@ -124,8 +128,6 @@ def _ported(case: CaseSpec, work: Path, body: str, header: str,
             launch: Launch | None) -> CaseSpec:
     """``case`` with the candidate as its Metal port, in ``work``/case: the same folder, text
     and launch the child uses, so that what is built here is what the child finds."""
-    from corpus.port_check import case_with_port
-
     port = (launch or Launch.from_metal(case.metal)).with_source(body, header)
     return case_with_port(case, work / "case", port)
 
@@ -135,9 +137,6 @@ def _build_first(ported: CaseSpec, sizes: dict, inputs: dict) -> tuple[dict, str
     runs), so the child's run budget holds no compile. Returns (record, problem): an empty
     record when it built, the failed build's record when it did not, and a problem when the
     compile ran out of KPORT_COMPILE_TIMEOUT twice (a busy machine gets a second try)."""
-    from corpus.check import run_metal
-    from runners.simhost import build_only
-
     for _ in range(2):
         try:
             with build_only():
@@ -197,9 +196,6 @@ def _stop(proc: subprocess.Popen) -> None:
 def implausible_speed(seconds: float, bytes_moved: float, flops: float, chip: str) -> str:
     """Why a measured time cannot be real on ``chip`` (faster than its roofline: bandwidth and
     FP32 peak from kb/rules/arch), or "" when it can."""
-    from kb.arch import chip as find_chip
-    from kb.arch import roofline_seconds
-
     floor = roofline_seconds(find_chip(chip), bytes_moved, flops)
     if seconds < floor:
         return (f"{seconds * 1e6:.3f} us is faster than the {chip}'s roofline floor "

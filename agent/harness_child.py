@@ -18,6 +18,8 @@ import numpy as np
 
 
 def main(argv: list[str]) -> int:
+    # lazy: here, a failed import exits 3 below (our bug: the parent raises it), not 1
+    # (which the parent reads as the candidate's process dying)
     from corpus.candidate import Launch
     from corpus.cases import load_case
     from corpus.check import run_metal

@@ -52,6 +52,7 @@ class LLM:
     def ask(self, system: str, prompt: str) -> Reply:
         """Send one system + user message; returns the Reply. Provider errors (network,
         authentication, rate limits) propagate with their own types: the caller records them."""
+        # lazy: langchain_core is slow to import; only a call to a model needs it
         from langchain_core.messages import HumanMessage, SystemMessage
 
         msg = self.chat.invoke([SystemMessage(content=system), HumanMessage(content=prompt)])
@@ -91,6 +92,7 @@ def connect(settings) -> LLM | None:
     if not settings.model:
         return None
     try:
+        # lazy: optional (kport[llm]); offline mode never imports it
         from langchain.chat_models import init_chat_model
     except ImportError:
         raise LLMError(f"KPORT_MODEL={settings.model} needs langchain: {INSTALL_HINT} "

@@ -14,9 +14,27 @@ import functools
 import json
 from pathlib import Path
 
+import numpy as np
 import typer
 
+import runners
+from agent.harness import judge
+from agent.nodes.bench import measure
+from agent.port_cli import main as port_main
+from agent.translate import translate_kernel
+from agent.translate_cli import translation_json
+from corpus.candidate import Launch
+from corpus.cases import discover, load_case
+from kb.arch import chips as all_chips
+from kb.arch import families as all_families
+from kb.concepts import load_rules
+from kb.rules_match import kernel_tokens, match_rules
+from kb.search import search_home
+from runners import limits
+from runners.dtypes import DTYPES
+from runners.errors import KportError
 from runners.lifetime import temp_folder
+from runners.settings import load_settings
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
                   help=__doc__.splitlines()[0])
@@ -26,8 +44,6 @@ def _structured(fn):
     """Run a tool; a KportError (or bad input) becomes a structured error result."""
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        from runners.errors import KportError
-
         try:
             return {"ok": True, **fn(*args, **kwargs)}
         except (KportError, ValueError, KeyError, TypeError) as err:
@@ -37,26 +53,18 @@ def _structured(fn):
 
 def kb_search(query: str, kinds: list[str] | None = None, k: int = 5) -> dict:
     """Search the knowledge base (rules, arch, analogues, docs, fixes); hits with their pair."""
-    from kb.search import search_home
-    from runners.settings import load_settings
-
     hits = search_home(load_settings(), query, kinds=kinds, k=k)
     return {"hits": [h.as_json() for h in hits]}
 
 
 def kb_rules_for(source: str, kernel: str | None = None) -> dict:
     """The concept rules that apply to a CUDA source (or one kernel in it)."""
-    from kb.rules_match import kernel_tokens, match_rules
-
     return {"rules": [h.as_json() for h in match_rules(kernel_tokens(source, kernel))]}
 
 
 def translate(source: str, kernel: str, grid: list | None = None, block: list | None = None,
               roles: dict[str, str] | None = None, shared_mem: int = 0) -> dict:
     """The offline translator's Metal draft of a CUDA kernel, with coverage and TODOs."""
-    from agent.translate import translate_kernel
-    from agent.translate_cli import translation_json
-
     tr = translate_kernel(source, kernel, roles=roles, grid=grid, block=block,
                           shared_mem=shared_mem)
     return {"translation": translation_json(tr)}
@@ -66,12 +74,7 @@ def sim_run(body: str, inputs: dict, outputs: dict, grid: list[int], threadgroup
             header: str = "", template: dict | None = None) -> dict:
     """Run an MLX metal_kernel body in metal_sim. ``inputs``: name -> {"data": nested list,
     "dtype"}; ``outputs``: name -> {"shape", "dtype"}. Returns outputs and findings."""
-    import mlx.core as mx
-    import numpy as np
-
-    import runners
-    from runners import limits
-    from runners.dtypes import DTYPES
+    import mlx.core as mx  # lazy: MLX is heavy (Metal on macOS); only sim_run needs it
 
     for name, spec in [*inputs.items(), *outputs.items()]:
         if spec.get("dtype", "float32") not in DTYPES:
@@ -98,23 +101,17 @@ def sim_run(body: str, inputs: dict, outputs: dict, grid: list[int], threadgroup
 
 
 def _case(case: str):
-    from corpus.cases import discover, load_case
-
     path = Path(case)
     return load_case(path) if (path / "case.toml").is_file() else discover(None, [case])[0]
 
 
 def check_port(case: str, body: str, header: str = "") -> dict:
     """Judge a Metal body for a corpus case (id or folder) through the cheat-proof harness."""
-    from agent.harness import judge
-
     return {"verdict": judge(_case(case), body, header).as_json()}
 
 
 def port(source: str, kernel: str, case: str | None = None) -> dict:
     """Port a CUDA kernel offline end to end; the package's report.json and kernel.metal."""
-    from agent.port_cli import main as port_main
-
     with temp_folder("kport-mcp-port-") as tmp:
         src = Path(tmp) / "kernel.cu"
         src.write_text(source)
@@ -134,13 +131,9 @@ def port(source: str, kernel: str, case: str | None = None) -> dict:
 
 def benchmark(case: str, body: str, header: str = "") -> dict:
     """Time a Metal body (the case's [metal] launch) with real MLX: Apple Silicon only."""
-    import runners
-
     if not runners.get("mlx_metal").available():
         raise ValueError("benchmark needs Apple Silicon with Metal: this machine has none "
                          "(mx.metal.is_available() is False); use check_port here")
-    from agent.nodes.bench import measure
-    from corpus.candidate import Launch
 
     c = _case(case)
     port = Launch.from_metal(c.metal).with_source(body, header, origin="mcp")
@@ -149,18 +142,12 @@ def benchmark(case: str, body: str, header: str = "") -> dict:
 
 def _resources() -> dict[str, callable]:
     def rules() -> str:
-        from kb.concepts import load_rules
-
         return json.dumps([r.model_dump(exclude={"example"}) for r in load_rules()])
 
     def chips() -> str:
-        from kb.arch import chips as all_chips
-
         return json.dumps([c.model_dump() for c in all_chips()])
 
     def families() -> str:
-        from kb.arch import families as all_families
-
         return json.dumps([f.model_dump() for f in all_families()])
 
     return {"kport://rules": rules, "kport://arch/chips": chips,
@@ -169,6 +156,7 @@ def _resources() -> dict[str, callable]:
 
 def build_server():
     """The MCP server with every tool and resource registered."""
+    # lazy: optional (kport[mcp]); `kport mcp --help` does without it
     from mcp.server.mcpserver import MCPServer
 
     server = MCPServer("kport", instructions="Port CUDA kernels to Apple Metal for MLX: search "
@@ -184,8 +172,6 @@ def build_server():
 def mcp(http: bool = typer.Option(False, "--http", help="streamable HTTP instead of stdio"),
         port_: int = typer.Option(8765, "--port", help="HTTP port (127.0.0.1)")):
     """Serve kport's tools over MCP (stdio by default)."""
-    from runners.errors import KportError
-
     try:
         server = build_server()
     except ImportError:

@@ -21,6 +21,7 @@ import os
 import secrets
 import shutil
 from collections.abc import Callable, Iterable
+from importlib import metadata
 from pathlib import Path
 
 from runners.errors import KportError
@@ -39,8 +40,6 @@ def _sha256(path: Path) -> str:
 
 
 def _version() -> str:
-    from importlib import metadata
-
     try:
         return metadata.version("kport")
     except metadata.PackageNotFoundError:

@@ -25,9 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
+from agent.case_guess import GUESSED, total_bytes
 from agent.llm import redact
+from agent.translate import Translation
 from corpus.candidate import Candidate
 from corpus.cases import evaluate
+from corpus.check import make_inputs, run_cuda, run_reference
 from runners import sizeexpr
 
 TEMPLATE = Path(__file__).with_name("kernel_template.py")
@@ -158,8 +161,6 @@ def kernel_py(kernel: str, candidate: Candidate, spec: dict, title: str) -> str:
 def oracle_sets(case) -> list[dict[str, int]]:
     """Up to ORACLE_SETS of the case's size sets whose arrays fit ORACLE_BYTES, smallest
     first (at least the smallest one)."""
-    from agent.case_guess import total_bytes
-
     sets = sorted(case.size_sets(), key=lambda s: total_bytes(case, s))
     small = [s for s in sets if total_bytes(case, s) <= ORACLE_BYTES]
     return (small or sets[:1])[:ORACLE_SETS]
@@ -168,8 +169,6 @@ def oracle_sets(case) -> list[dict[str, int]]:
 def write_oracle(folder: Path, case, spec: dict) -> tuple[list[dict], list[str]]:
     """Save oracle inputs and outputs (seed 0) as oracle_<i>.npz and oracle.json; returns
     (sets written, notes about sets skipped because the oracle failed)."""
-    from corpus.check import make_inputs, run_cuda, run_reference
-
     outs = {n for n, a in spec["args"].items() if a["role"] in ("out", "inout")}
     entries, notes = [], []
     for i, sizes in enumerate(oracle_sets(case)):
@@ -195,8 +194,6 @@ def write_oracle(folder: Path, case, spec: dict) -> tuple[list[dict], list[str]]
 
 def metal_text(kernel: str, candidate: Candidate) -> str:
     """kernel.metal: Translation.metal_source() of the shipped candidate."""
-    from agent.translate import Translation
-
     tr = Translation(kernel=kernel, body=candidate.body, header=candidate.header,
                      inputs=candidate.inputs, outputs=candidate.outputs, roles={}, dtypes={},
                      template=candidate.template, grid=candidate.grid,
@@ -207,8 +204,6 @@ def metal_text(kernel: str, candidate: Candidate) -> str:
 def copy_guessed_case(case_dir: Path, folder: Path) -> list[str]:
     """Copy a guessed case folder into ``folder`` with its case.toml as case.guessed.toml
     (never case.toml: the user may have one of their own there); returns the paths copied."""
-    from agent.case_guess import GUESSED
-
     out = []
     for f in sorted(case_dir.rglob("*")):
         rel = f.relative_to(case_dir)

@@ -21,8 +21,20 @@ from pathlib import Path
 
 import typer
 
+from agent.case_guess import GUESSED, guess_case, load_case_arg, with_sizes
+from agent.llm import connect, redact
+from agent.out_folder import check_out_folder, folder_files, write_folder
+from agent.package import copy_guessed_case, write_package
+from agent.report import build_report, shipped, write_report
+from agent.state import Budget, PortContext
 from agent.translate_cli import _dims
+from corpus.cases import CaseError
+from kb.lints import resolve_family
+from kb.rules_match import kernel_tokens
+from runners.errors import KportError
+from runners.lifetime import temp_folder
 from runners.limits import seconds_option
+from runners.settings import load_settings
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
                   help=__doc__.splitlines()[0])
@@ -30,8 +42,6 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
 
 def parse_sizes(items: list[str]) -> dict[str, int]:
     """['n=1024', 'rows=8'] -> {'n': 1024, 'rows': 8}; KportError for anything else."""
-    from runners.errors import KportError
-
     out = {}
     for item in items:
         name, _, value = item.partition("=")
@@ -45,8 +55,6 @@ def parse_sizes(items: list[str]) -> dict[str, int]:
 
 def parse_shapes(items: list[str]) -> dict[str, list]:
     """['x=rows,n'] -> {'x': ['rows', 'n']} (numbers become ints)."""
-    from runners.errors import KportError
-
     out = {}
     for item in items:
         name, _, dims = item.partition("=")
@@ -59,11 +67,6 @@ def parse_shapes(items: list[str]) -> dict[str, list]:
 def _load_inputs(file: Path, kernel: str | None, case_dir: Path | None, sizes, shapes,
                  grid, block, staging: Path, out_name: str):
     """(src, kernel, case, guessed, guessed folder) for the CLI's arguments."""
-    from agent.case_guess import guess_case, load_case_arg, with_sizes
-    from corpus.cases import CaseError
-    from kb.rules_match import kernel_tokens
-    from runners.errors import KportError
-
     try:
         src = file.read_text()
     except (OSError, UnicodeDecodeError) as err:
@@ -95,8 +98,6 @@ def _load_inputs(file: Path, kernel: str | None, case_dir: Path | None, sizes, s
 def case_files_in(case_arg: Path | None, out: Path) -> list[str]:
     """The files of a --case that lives in the --out folder (a corrected case.guessed.toml and
     its sources): the new package carries them, so replacing the folder loses none."""
-    from agent.out_folder import folder_files
-
     if case_arg is None or not out.is_dir():
         return []
     folder = case_arg if case_arg.is_dir() else case_arg.parent
@@ -132,17 +133,9 @@ def port(file: Path = typer.Argument(..., help="the CUDA source (.cu / .cuh)"),
          force: bool = typer.Option(False, "--force", help="write into --out even when it holds "
                                     "files kport did not write (those are left alone)")):
     """Port FILE's kernel to Metal for MLX and write the package into --out."""
-    from agent.case_guess import GUESSED
-    from agent.llm import connect, redact
-    from agent.out_folder import check_out_folder, write_folder
-    from agent.package import copy_guessed_case, write_package
-    from agent.report import build_report, shipped, write_report
+    # lazy: agent.session imports langgraph (~0.5 s); `kport port --help` does without it
     from agent.session import learn as learn_pair
     from agent.session import new_thread_id, run_port
-    from agent.state import Budget, PortContext
-    from kb.lints import resolve_family
-    from runners.lifetime import temp_folder
-    from runners.settings import load_settings
 
     carry = case_files_in(case, out)
     check_out_folder(out, force=force, keep=carry)  # before any work: nothing is lost later

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from corpus.candidate import Candidate
+from kb.fixes import match_fixes
 from runners.srcrewrite import tokenize
 
 _STRONG_ORDERS = {"memory_order_seq_cst", "memory_order_acquire", "memory_order_release",
@@ -89,8 +90,6 @@ REPAIRS: dict[str, Callable[[Candidate, object], Candidate | None]] = {
 def diagnosis_ids(messages: list[str], lints: list[dict]) -> list[str]:
     """Fix-rule ids matching ``messages`` (most specific first), then error lint ids, then
     ``check.unwritten_output`` when a comparison found unwritten (NaN) output elements."""
-    from kb.fixes import match_fixes
-
     ids: list[str] = []
     for msg in messages:
         ids += [r.id for r in match_fixes(msg) if r.id not in ids]

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from agent.llm import public_url, redact
 from corpus.candidate import Candidate
+from corpus.check import compiled_by
+from runners.sandbox import isolation
 
 
 def shipped(state: dict) -> Candidate | None:
@@ -76,14 +78,10 @@ def build_report(state: dict, *, source: str, case, mode: str, llm_name: str | N
 
 
 def _compiler() -> str:
-    from corpus.check import compiled_by
-
     return compiled_by()
 
 
 def _isolation() -> str:
-    from runners.sandbox import isolation
-
     return isolation().summary()
 
 

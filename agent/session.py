@@ -11,8 +11,13 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from langgraph.checkpoint.sqlite import SqliteSaver
+
 from agent.graph import build_graph, recursion_limit
 from corpus.candidate import Candidate
+from corpus.port_check import case_with_port
+from kb.ingest import case_chunks
+from kb.store import KBStore
 from runners.errors import KportError
 from runners.lifetime import temp_folder
 
@@ -39,8 +44,6 @@ def new_thread_id(kernel: str) -> str:
 def checkpointer(settings):
     """A SqliteSaver on ``sessions_dir/port-checkpoints.sqlite`` (closed on exit); KportError
     when the file cannot be opened."""
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
     path = Path(settings.sessions_dir) / CHECKPOINTS
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -101,10 +104,6 @@ def learn(case, candidate: Candidate, settings) -> dict:
     """Add an accepted port to the KB as a CUDA/Metal analogue pair (creating the KB if there
     is none); returns the store's counts (added, present). Raises KBError when the store
     cannot be written."""
-    from corpus.port_check import case_with_port
-    from kb.ingest import case_chunks
-    from kb.store import KBStore
-
     with temp_folder("kport-learn-") as tmp:
         port = case_with_port(case, Path(tmp) / case.id, candidate)
         chunks = case_chunks(port, source="kport-port")

@@ -15,6 +15,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
+from agent.llm import estimate_tokens
+from agent.prompts import SYSTEM
+
 
 @dataclass(frozen=True)
 class Budget:
@@ -102,9 +105,6 @@ def usage_update(state: PortState, reply) -> dict:
 def budget_stop(state: PortState, ctx: PortContext, prompt: str | None = None) -> str:
     """Why the run must stop now ('' when it may go on): candidates checked, wall time, and,
     before an LLM call with ``prompt``, whether its estimated size would pass the token budget."""
-    from agent.llm import estimate_tokens
-    from agent.prompts import SYSTEM
-
     if state.get("iteration", 0) >= ctx.budget.iterations:
         return f"iteration budget spent ({ctx.budget.iterations} candidates checked)"
     if ctx.out_of_time():

@@ -13,9 +13,15 @@ otherwise roles are inferred (const pointer: in; written: out or inout) and the 
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import typer
+
+from agent.case_guess import load_case_arg
+from agent.translate import translate_kernel
+from corpus.candidate import Candidate
+from runners.errors import KportError
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
                   help=__doc__.splitlines()[0])
@@ -41,8 +47,6 @@ def translation_json(tr) -> dict:
     """The machine-readable form of a Translation (also used by `kport port` reports): the
     kernel, its candidate (corpus.candidate.Candidate's fields but origin and error), the
     roles and the coverage."""
-    from corpus.candidate import Candidate
-
     port = Candidate.from_translation(tr).model_dump(exclude={"origin", "error"})
     return {"kernel": tr.kernel, **port, "roles": tr.roles,
             "coverage": round(tr.coverage, 4), "mapped": dict(tr.mapped),
@@ -63,12 +67,6 @@ def translate(file: Path = typer.Argument(..., help="the CUDA source (.cu / .cuh
               block: str = typer.Option(None, help="CUDA block in threads: '256'"),
               as_json: bool = typer.Option(False, "--json", help="print JSON")):
     """Translate one kernel offline and show what was mapped and what is left to do."""
-    import tempfile
-
-    from agent.case_guess import load_case_arg
-    from agent.translate import translate_kernel
-    from runners.errors import KportError
-
     roles = None
     shared_mem: str | int = 0
     if case is not None:

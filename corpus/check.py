@@ -9,13 +9,21 @@ happen to match.
 from __future__ import annotations
 
 import importlib.util
-from dataclasses import dataclass, field
+import io
+import json
+import platform
+import re
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 
 import runners
 from corpus.cases import CaseError, CaseSpec, evaluate
 from runners.dtypes import DTYPES, Tensor, to_mx
+from runners.lifetime import temp_folder
+from runners.sandbox import Jail, Limits, Mount, read_jailed
 from runners.simbuild import Diagnostic
 
 
@@ -119,14 +127,6 @@ def run_reference(case: CaseSpec, sizes: dict[str, int], inputs: dict) -> dict:
 
 def _jailed_reference(case: CaseSpec, file: str, fn: str, inputs: dict,
                       sizes: dict[str, int]) -> dict:
-    import io
-    import json
-    import sys
-    from pathlib import Path
-
-    from runners.lifetime import temp_folder
-    from runners.sandbox import Jail, Limits, Mount, read_jailed
-
     child = Path(__file__).with_name("reference_child.py")
     prefixes = {Path(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
     prefixes |= {p.resolve() for p in prefixes}
@@ -155,7 +155,7 @@ def _jailed_reference(case: CaseSpec, file: str, fn: str, inputs: dict,
 
 
 def _template(case: CaseSpec, sizes: dict[str, int]) -> list[tuple[str, object]]:
-    import mlx.core as mx
+    import mlx.core as mx  # lazy: MLX is heavy (Metal on macOS); only a Metal run needs it
 
     out = []
     for name, value in case.metal.template.items():
@@ -169,7 +169,7 @@ def _template(case: CaseSpec, sizes: dict[str, int]) -> list[tuple[str, object]]
 
 def run_metal(case: CaseSpec, sizes: dict[str, int], inputs: dict):
     """Run the Metal port in metal_sim; returns (outputs by argument name, record)."""
-    import mlx.core as mx
+    import mlx.core as mx  # lazy: as in _template
 
     m, where = case.metal, f"{case.folder / 'case.toml'}: metal"
     by_name = {a.name: a for a in case.args}
@@ -204,9 +204,7 @@ def apple_compiler() -> str:
     Apple's compiler: docs/msl-rules.md lists what they catch and what they do not)."""
     if not runners.get("mlx_metal").available():
         return ""
-    import platform
-
-    import mlx.core as mx
+    import mlx.core as mx  # lazy: as in _template
 
     return f"Apple Metal compiler (MLX {mx.__version__}, macOS {platform.mac_ver()[0]})"
 
@@ -223,8 +221,6 @@ def compiled_by() -> str:
 def _apple_gate(record, args: tuple, atomic_outputs: bool, launch: dict):
     """On a Mac the real compiler's verdict comes before any other: a kernel it rejects is a
     compile error whatever metal_sim said (not testable off a Mac: tests/conformance skip)."""
-    from dataclasses import replace
-
     real = runners.get("mlx_metal").kernel(*args, atomic_outputs=atomic_outputs).launch(**launch)
     if real.compiled:
         return record
@@ -327,7 +323,6 @@ def case_features(case: CaseSpec) -> list[str]:
         "tensor cores": r"\bwmma\b|\bmma_sync\b|\bmma\.sync",
         "cooperative groups": r"cooperative_groups",
     }
-    import re
 
     found = [name for name, pattern in probes.items() if re.search(pattern, text)]
     if case.metal:

@@ -18,8 +18,16 @@ import argparse
 import os
 import statistics
 import time
+from unittest import mock
 
 import numpy as np
+
+from runners import sandbox
+from runners.cuda_sim import RawKernel
+from runners.metal_sim import metal_kernel
+from runners.settings import load_settings
+from runners.simbuild import build_kernel
+from runners.simhost import BufferArg, LaunchSpec, ScalarArg, run_launch
 
 N_ELEM = 16 * 1024 * 1024
 RED_BLOCKS, RED_THREADS = 4096, 256
@@ -118,8 +126,6 @@ def _expected(name, ins):
 
 
 def time_cuda_sim(name, ins, reps):
-    from runners.cuda_sim import RawKernel
-
     kernel = {"elementwise": "ew", "reduction": "red", "matmul": "mm"}[name]
     k = RawKernel(CUDA[name], kernel)
     times, out = [], None
@@ -139,9 +145,7 @@ def time_cuda_sim(name, ins, reps):
 
 
 def time_metal_sim(name, ins, reps):
-    import mlx.core as mx
-
-    from runners.metal_sim import metal_kernel
+    import mlx.core as mx  # lazy: MLX is heavy; only the metal_sim timing needs it
 
     times, out = [], None
     for _ in range(reps):
@@ -165,7 +169,7 @@ def time_metal_sim(name, ins, reps):
 
 
 def time_pocl(name, ins, reps):
-    import pyopencl as cl
+    import pyopencl as cl  # lazy: optional (the bench extra)
 
     platform = next(p for p in cl.get_platforms() if "Portable" in p.name)
     ctx = cl.Context(platform.get_devices())
@@ -193,10 +197,6 @@ def time_pocl(name, ins, reps):
 
 def compile_latency() -> tuple[float, float]:
     """Seconds to build a typical kernel on a cache miss and on a hit."""
-    from runners.cuda_sim import RawKernel
-    from runners.settings import load_settings
-    from runners.simbuild import build_kernel
-
     unique = f"// {time.time_ns()}\n" + CUDA["reduction"]
     tu = RawKernel(unique, "red")._translation_unit()
     checked = load_settings().sim_checks == "full"
@@ -214,14 +214,6 @@ def isolation_cost(reps: int) -> dict[str, float]:
     """Median seconds of one whole launch of a small cached kernel (request, buffers, the
     child, its result) in the jail and with the jail off, the host's Landlock + seccomp time,
     and the same for a compile (cache miss) with and without the jail."""
-    from unittest import mock
-
-    from runners import sandbox
-    from runners.cuda_sim import RawKernel
-    from runners.settings import load_settings
-    from runners.simbuild import build_kernel
-    from runners.simhost import BufferArg, LaunchSpec, ScalarArg, run_launch
-
     x = np.arange(4096, dtype=np.float32)
 
     def measure() -> tuple[float, float, float]:

@@ -15,10 +15,18 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import runners
+from agent.harness import judge
+from agent.llm import connect
+from agent.nodes.bench import measure
+from agent.report import shipped
+from agent.state import Budget, PortContext, tokens_used
+from agent.translate import translate_kernel
 from corpus.candidate import Candidate
 from corpus.cases import CaseError, CaseSpec, evaluate, load_case
 from runners.errors import KportError
 from runners.lifetime import temp_folder
+from runners.settings import load_settings
 
 MODES = ("offline", "llm")
 MAX_CASE_BYTES = 8 << 20
@@ -132,8 +140,6 @@ def smallest_sizes(case: CaseSpec) -> CaseSpec:
 
 def _judge(case: CaseSpec, cand: Candidate, task: CaseTask, rec: dict) -> None:
     """Judge ``cand`` (its body, header and own launch) into ``rec``."""
-    from agent.harness import judge
-
     per_run = min(120.0, task.timeout)
     v = judge(case, cand.body, cand.header, seeds=task.seeds, timeout=per_run,
               launch=cand.launch())
@@ -145,8 +151,6 @@ def _judge(case: CaseSpec, cand: Candidate, task: CaseTask, rec: dict) -> None:
 
 
 def _offline(case: CaseSpec, task: CaseTask, rec: dict) -> None:
-    from agent.translate import translate_kernel
-
     src = (case.folder / case.cuda.source).read_text()
     try:
         tr = translate_kernel(src, case.cuda.kernel, roles={a.name: a.role for a in case.args},
@@ -165,11 +169,8 @@ def _offline(case: CaseSpec, task: CaseTask, rec: dict) -> None:
 
 def _speedup(case: CaseSpec, cand: Candidate, chip: str, rec: dict) -> float | None:
     """Candidate vs the case's expert port timed on this Mac; None off Apple Silicon."""
-    import runners
-
     if not runners.get("mlx_metal").available():
         return None
-    from agent.nodes.bench import measure
 
     try:
         timing = measure(cand, case, chip).get("timing") or {}
@@ -182,11 +183,8 @@ def _speedup(case: CaseSpec, cand: Candidate, chip: str, rec: dict) -> float | N
 def _llm(case: CaseSpec, task: CaseTask, rec: dict) -> None:
     """The porting agent (agent.session.run_port) within the case budget, then the harness on
     the candidate it ships."""
-    from agent.llm import connect
-    from agent.report import shipped
+    # lazy: agent.session imports langgraph (~0.5 s); only --mode llm runs the agent
     from agent.session import new_thread_id, run_port
-    from agent.state import Budget, PortContext, tokens_used
-    from runners.settings import load_settings
 
     settings = load_settings()
     llm = connect(settings)

@@ -20,6 +20,8 @@ from pathlib import Path
 import numpy as np
 
 import runners
+from corpus.cases import discover, evaluate
+from corpus.check import make_inputs
 from evals.conformance import CASES
 
 SEEDS = (1, 2)
@@ -45,9 +47,6 @@ class Run:
 
 def runs() -> list[Run]:
     """The conformance cases, then every corpus case at its default and first variant sizes."""
-    from corpus.cases import discover, evaluate
-    from corpus.check import make_inputs
-
     out = [Run(c.name, seed, c.code, c.kernel, c.grid, c.block, c.shared_mem, (),
                c.make(np.random.default_rng(seed)), c.rtol, c.atol)
            for c in CASES for seed in SEEDS]

@@ -144,7 +144,7 @@ class BM25Cache:
         raise KBError(f"the BM25 cache under {self.root} keeps changing; retry the search")
 
     def _build(self, folder: Path) -> bool:
-        import bm25s  # lazy, as in load()
+        import bm25s  # lazy: as in load()
 
         got = self.store.documents(self.name)
         if not got["ids"]:

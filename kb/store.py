@@ -71,7 +71,7 @@ def _client(path: Path | None, url: str | None, create: bool):
 
 
 def _open_new(path: Path):
-    import chromadb  # lazy, as in _client()
+    import chromadb  # lazy: as in _client()
     from chromadb.config import Settings
 
     return chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False))
@@ -235,7 +235,7 @@ class KBStore:
         if self.client is None:  # no store yet (create=True, before the first write)
             return None
         if name not in self._cols:
-            from chromadb.errors import NotFoundError  # lazy, as in _client()
+            from chromadb.errors import NotFoundError  # lazy: as in _client()
 
             try:
                 col = self.client.get_collection(PREFIX + name, embedding_function=None)

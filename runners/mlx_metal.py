@@ -35,6 +35,7 @@ _BUILD_ERRORS = ("Unable to build metal library", "Unable to load function",
 @functools.lru_cache(maxsize=1)
 def available() -> bool:
     """True when MLX can run Metal kernels here (``mlx.core.metal.is_available()``)."""
+    # lazy: MLX is heavy (Metal on macOS); runners.get() imports this module without it
     import mlx.core as mx
 
     return bool(mx.metal.is_available())
@@ -65,7 +66,7 @@ class MlxMetalKernel:
 
     def __init__(self, name, input_names, output_names, source, header="",
                  ensure_row_contiguous=True, atomic_outputs=False, compile_options=None):
-        import mlx.core as mx
+        import mlx.core as mx  # lazy: as in available()
 
         self.name, self.source, self.header = name, source, header
         self.input_names, self.output_names = list(input_names), list(output_names)
@@ -98,7 +99,7 @@ class MlxMetalKernel:
         A kernel the Metal compiler rejects gives ``compiled=False``; MLX's argument errors
         (ValueError) and a machine without Metal (RuntimeError) raise, as they are the caller's.
         """
-        import mlx.core as mx
+        import mlx.core as mx  # lazy: as in available()
 
         _require_metal()
         source = self.generated_source(kwargs.get("inputs", []), kwargs.get("output_dtypes", []),
@@ -146,7 +147,7 @@ def benchmark(kernel: Callable, make_inputs: Callable[[], list], *, warmup: int 
     Raises RuntimeError without Metal, ValueError for ``reps < 1``, and whatever MLX raises
     for a kernel that does not build.
     """
-    import mlx.core as mx
+    import mlx.core as mx  # lazy: as in available()
 
     _require_metal()
     if reps < 1 or warmup < 0:

@@ -156,3 +156,64 @@ def test_one_module_makes_tree_sitter_parsers():
                    for n in names):
                 makers.add(str(path.relative_to(ROOT)))
     assert makers == {"runners/sourcetree.py"}, sorted(makers)
+
+
+def _function_import_runs(tree: ast.Module) -> list[list[ast.stmt]]:
+    """Runs of consecutive import statements inside functions and classes (an
+    ``if TYPE_CHECKING:`` block's left out): module-level ones, in ``if`` or ``try`` too, are
+    not counted."""
+    runs: list[list[ast.stmt]] = []
+
+    def visit(body: list, nested: bool) -> None:
+        run: list[ast.stmt] = []
+        for stmt in body:
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                run.append(stmt)
+                continue
+            if run and nested:
+                runs.append(run)
+            run = []
+            if isinstance(stmt, ast.If) and "TYPE_CHECKING" in ast.unparse(stmt.test):
+                visit(stmt.orelse, nested)
+                continue
+            inner = nested or isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                ast.ClassDef))
+            for _, value in ast.iter_fields(stmt):
+                if isinstance(value, list) and value and isinstance(value[0], ast.stmt):
+                    visit(value, inner)
+                elif isinstance(value, list):  # except handlers, match cases
+                    for part in value:
+                        if isinstance(getattr(part, "body", None), list):
+                            visit(part.body, inner)
+        if run and nested:
+            runs.append(run)
+
+    visit(tree.body, False)
+    return runs
+
+
+def test_every_import_inside_a_function_says_why():
+    """Imports go at the module top. One inside a function (a heavy or optional dependency, a
+    kport module that pulls one in, a child process's import order) carries a ``# lazy: <why>``
+    comment on its line or just above; one comment covers a run of consecutive imports.
+    kernel_template.py is exempt: it is the generated kernel.py, run on a Mac without kport."""
+    exempt = {"agent/kernel_template.py"}
+    unexplained = []
+    for package in LAYERS:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            where = str(path.relative_to(ROOT))
+            if ".venv" in path.parts or where in exempt:
+                continue
+            text = path.read_text()
+            lines = text.splitlines()
+            for run in _function_import_runs(ast.parse(text, where)):
+                first, last = run[0].lineno, run[-1].end_lineno
+                above = first - 1
+                while above >= 1 and lines[above - 1].strip().startswith("#"):
+                    above -= 1
+                if not any("# lazy:" in line for line in lines[above:last]):
+                    unexplained += [f"{where}:{n.lineno}: {lines[n.lineno - 1].strip()}"
+                                    for n in run]
+    assert not unexplained, (
+        "move these imports to the module top, or say why one must wait with a "
+        "`# lazy: <why>` comment on its line or just above:\n" + "\n".join(unexplained))

@@ -11,6 +11,11 @@ shows what the knowledge base has for the question (that needs no model).
 from __future__ import annotations
 
 from agent.chat.state import add_version, candidate_of
+from agent.chat.versions import metal_of
+from agent.llm import content_text, error_text, estimate_tokens, redact
+from agent.nodes.retrieve import kernel_text
+from agent.prompts import parse_reply
+from kb.search import search_home
 from runners.errors import KportError
 
 CHAT_SYSTEM = """You are kport's porting assistant: you help a kernel engineer port a CUDA
@@ -45,8 +50,6 @@ def offline_text(session: str, offline_flag: bool) -> str:
 def kb_hits(question: str, settings) -> tuple[list, str]:
     """(hits, note) from the knowledge base for ``question``; no hits and a note saying why
     when there is no KB."""
-    from kb.search import search_home
-
     try:
         hits = search_home(settings, question, k=KB_HITS)
     except KportError as err:
@@ -55,12 +58,8 @@ def kb_hits(question: str, settings) -> tuple[list, str]:
 
 
 def _context(state: dict, hits: list) -> str:
-    from agent.chat.versions import metal_of
-
     parts = []
     if state.get("kernel"):
-        from agent.nodes.retrieve import kernel_text
-
         parts.append(f"CUDA kernel `{state['kernel']}`:\n```cuda\n"
                      f"{kernel_text(state['src'], state['kernel'])}\n```")
         ver = state["versions"][-1]
@@ -82,6 +81,7 @@ def _context(state: dict, hits: list) -> str:
 
 
 def _history(state: dict) -> list:
+    # lazy: langchain_core is slow to import; only a turn with a model needs it
     from langchain_core.messages import AIMessage, HumanMessage
 
     out = []
@@ -107,8 +107,6 @@ def sources_line(state: dict, hits: list) -> str:
 def ask(state: dict, question: str, ctx, say) -> dict:
     """Answer a free-form turn; returns the state update (a new version when the answer holds
     a kernel body, and the tokens spent)."""
-    from agent.llm import content_text, error_text, estimate_tokens, redact
-
     hits, note = kb_hits(question, ctx.settings)
     if ctx.llm is None:
         say(offline_text(ctx.session, ctx.offline_flag))
@@ -119,7 +117,7 @@ def ask(state: dict, question: str, ctx, say) -> dict:
         else:
             say(f"({note})")
         return {}
-    from langchain_core.messages import HumanMessage, SystemMessage
+    from langchain_core.messages import HumanMessage, SystemMessage  # lazy: as in _history
 
     messages = [SystemMessage(content=CHAT_SYSTEM), *_history(state),
                 HumanMessage(content=f"{_context(state, hits)}\n\nUser: {question}")]
@@ -144,8 +142,6 @@ def ask(state: dict, question: str, ctx, say) -> dict:
     if not spent:
         update["llm_tokens_estimated"] = True
     if state.get("kernel") and "```" in text:
-        from agent.prompts import parse_reply
-
         base = candidate_of(state["versions"][-1])
         cand = parse_reply(text, base, "chat")
         if not cand.error and (cand.body, cand.header) != (base.body, base.header):

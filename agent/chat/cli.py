@@ -11,13 +11,23 @@ $KPORT_HOME/sessions/chat-sessions.sqlite; writing the package asks first (--yes
 
 from __future__ import annotations
 
+import atexit
 import os
 import shlex
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import typer
+
+from agent.chat.state import ChatContext, candidate_of
+from agent.chat.store import hold, open_sessions, session_dir
+from agent.chat.versions import edit_text
+from agent.llm import connect
+from kb.lints import resolve_family
+from runners.errors import KportError
+from runners.settings import load_settings
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
                   help=__doc__.splitlines()[0])
@@ -61,6 +71,7 @@ class Terminal:
     def run(self, start, line: str) -> bool:
         """Run one turn (``start``: its input, or None to run a cut-off turn again) and answer
         the questions it asks; False when input ended at a question (it stays pending)."""
+        # lazy: langgraph (~0.5 s); `kport chat --help` and --list do without it
         from langgraph.types import Command
 
         try:
@@ -99,10 +110,6 @@ class Terminal:
             as_node="approve")
 
     def _log_error(self, line: str) -> Path:
-        import traceback
-
-        from agent.chat.store import session_dir
-
         log = session_dir(self.ctx.settings, self.ctx.session) / "errors.log"
         with log.open("a") as fh:
             fh.write(f"--- {line}\n{traceback.format_exc()}\n")
@@ -110,10 +117,6 @@ class Terminal:
 
     def edit(self) -> bool:
         """/edit: the current version into a file, $VISUAL/$EDITOR on it, then /apply."""
-        from agent.chat.state import candidate_of
-        from agent.chat.store import session_dir
-        from agent.chat.versions import edit_text
-
         values = self.values()
         if not values.get("versions"):
             print("error: no kernel loaded yet: /load FILE.cu [KERNEL] first")
@@ -135,6 +138,7 @@ class Terminal:
 
     def resume_notes(self) -> bool:
         """Show where a resumed session stands and finish what a crash left open."""
+        # lazy: agent.session imports langgraph (~0.5 s); only a resumed session needs it
         from agent.session import unfinished
 
         snap = self.graph.get_state(self.config)
@@ -186,6 +190,7 @@ class Terminal:
 
 def _history(settings) -> None:
     try:
+        # lazy: importing it hooks input() for line editing, which only a terminal wants
         import readline
     except ImportError:  # not every Python has it; input() still works
         return
@@ -194,7 +199,6 @@ def _history(settings) -> None:
         readline.read_history_file(path)
     except OSError:
         pass
-    import atexit
 
     atexit.register(lambda: _save_history(readline, path))
 
@@ -218,12 +222,6 @@ def chat(file: Path = typer.Argument(None, help="a CUDA source to load (.cu / .c
          chip: str = typer.Option("M1", help="Apple chip the lints and roofline assume"),
          seeds: int = typer.Option(None, min=1, max=10, help="seeds per size set in checks")):
     """Port a CUDA kernel interactively (slash commands; questions go to KPORT_MODEL)."""
-    from agent.chat.store import hold, open_sessions
-    from agent.llm import connect
-    from kb.lints import resolve_family
-    from runners.errors import KportError
-    from runners.settings import load_settings
-
     resolve_family(chip)
     settings = load_settings()
     if resume and file:
@@ -249,8 +247,8 @@ def chat(file: Path = typer.Argument(None, help="a CUDA source to load (.cu / .c
 def _session(saver, index, sid, settings, llm, *, offline, yes, chip, seeds, resume, file,
              kernel, case) -> None:
     """Run session ``sid`` in this terminal until /quit or end of input."""
+    # lazy: the chat graph imports langgraph (~0.5 s); `kport chat --help` does without it
     from agent.chat.graph import build_chat_graph
-    from agent.chat.state import ChatContext
 
     ctx = ChatContext(settings=settings, session=sid, llm=llm, offline_flag=offline,
                       chip=chip, seeds=seeds)

@@ -14,19 +14,29 @@ import shlex
 import time
 from pathlib import Path
 
+from agent.case_guess import guess_case, load_case_arg
 from agent.chat.knowledge import cmd_analogues, cmd_rules, cmd_search
 from agent.chat.state import add_version, candidate_of, load_case_of, split_args, version
-from agent.chat.store import session_dir
+from agent.chat.store import open_sessions, session_dir
 from agent.chat.versions import cmd_apply, cmd_diff, cmd_show
+from agent.harness import judge
+from agent.nodes.analyze import translate_for_case
+from agent.nodes.bench import measure
+from agent.nodes.check import run_check
+from agent.nodes.retrieve import rule_records
+from agent.out_folder import check_out_folder
+from agent.package import LAYOUT, python_name
+from agent.report import shipped
+from agent.state import Budget, PortContext
+from agent.translate_cli import translation_json
+from corpus.candidate import Candidate
+from corpus.cases import load_case
+from kb.parse import functions
 from runners.errors import KportError
 
 
 def _find_case(file: Path, kernel: str, case_opt: str | None, settings, sid: str):
     """(case, how it was found, what was guessed) for ``kernel`` of ``file``."""
-    from agent.case_guess import guess_case, load_case_arg
-    from agent.package import python_name
-    from corpus.cases import load_case
-
     if case_opt:  # a case folder, its case.toml, or a package's case.guessed.toml
         case = load_case_arg(Path(case_opt), session_dir(settings, sid) / "case-arg")
         if case.cuda.kernel.split("<")[0] != kernel.split("<")[0]:
@@ -48,12 +58,6 @@ def _find_case(file: Path, kernel: str, case_opt: str | None, settings, sid: str
 def cmd_load(state, args, ctx, say) -> dict:
     """/load FILE [KERNEL] [--case DIR]: read a CUDA source, pick the kernel, find or guess
     its case, and draft v1 with the offline translator."""
-    from agent.nodes.analyze import translate_for_case
-    from agent.nodes.retrieve import rule_records
-    from agent.translate_cli import translation_json
-    from corpus.candidate import Candidate
-    from kb.parse import functions
-
     usage = "/load FILE.cu [KERNEL] [--case DIR]"
     pos, opts = split_args(args, usage, {"--case": True})
     if not pos or len(pos) > 2:
@@ -124,9 +128,8 @@ def describe_step(node: str, update: dict) -> str | None:
 def cmd_port(state, args, ctx, say) -> dict:
     """/port [--no-kb]: run the porting agent (offline translator, or the configured LLM)
     with checks at every size set and seed; its shipped candidate becomes a new version."""
-    from agent.report import shipped
+    # lazy: agent.session imports langgraph (~0.5 s); only /port runs the agent
     from agent.session import run_port
-    from agent.state import Budget, PortContext
 
     _, opts = split_args(args, "/port [--no-kb]", {"--no-kb": False})
     case = load_case_of(state)
@@ -192,15 +195,11 @@ def check_summary(n: int, rec: dict) -> str:
 def cmd_check(state, args, ctx, say) -> dict:
     """/check [VERSION] [--strict]: check a version against the oracle at every size set and
     seed with the simulator's sanitizers; --strict runs the cheat-proof harness instead."""
-    from agent.nodes.check import run_check
-
     pos, opts = split_args(args, "/check [VERSION] [--strict]", {"--strict": False})
     ver = version(state, pos[0] if pos else None)
     case = load_case_of(state)
     cand = candidate_of(ver)
     if "--strict" in opts:
-        from agent.harness import judge
-
         say(f"judging v{ver['n']} in the hardened harness (child process, static checks, "
             "every size set, 3 seeds, a repeat run)")
         verdict = judge(case, cand.body, cand.header, launch=cand)
@@ -220,8 +219,6 @@ def cmd_check(state, args, ctx, say) -> dict:
 def cmd_bench(state, args, ctx, say) -> dict:
     """/bench [VERSION]: performance lints, launch metrics and a roofline bound (and real MLX
     timings on Apple Silicon) for a version at the case's default sizes."""
-    from agent.nodes.bench import measure
-
     pos, _ = split_args(args, "/bench [VERSION]", {})
     ver = version(state, pos[0] if pos else None)
     rec = measure(candidate_of(ver), load_case_of(state), ctx.chip)
@@ -248,10 +245,6 @@ def cmd_save(state, args, ctx, say) -> dict:
     the current one) into DIR (default ./port-KERNEL): kernel.py, kernel.metal, report, test,
     oracle. DIR must be new, empty or a package kport wrote (--force: write into it anyway;
     its other files are left alone). Asks before writing."""
-    from agent.nodes.check import run_check
-    from agent.out_folder import check_out_folder
-    from agent.package import LAYOUT, python_name
-
     usage = "/save [DIR] [--version N] [--force]"
     pos, opts = split_args(args, usage, {"--version": True, "--force": False})
     if len(pos) > 1:
@@ -281,8 +274,6 @@ def cmd_save(state, args, ctx, say) -> dict:
 def cmd_sessions(state, args, ctx, say) -> dict:
     """/sessions: the chat sessions on this machine (resume one with `kport chat --resume
     ID`)."""
-    from agent.chat.store import open_sessions
-
     split_args(args, "/sessions", {})
     with open_sessions(ctx.settings) as (_, index):
         rows = index.rows()

@@ -19,7 +19,16 @@ from langgraph.config import get_stream_writer
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
-from agent.chat.state import ChatContext, ChatState, Say, candidate_of, version
+from agent.chat.ask import ask
+from agent.chat.commands import dispatch
+from agent.chat.state import ChatContext, ChatState, Say, candidate_of, load_case_of, version
+from agent.graph import build_graph
+from agent.nodes.bench import measure
+from agent.out_folder import write_folder
+from agent.package import write_package
+from agent.report import build_report, write_report
+from agent.session import checkpointer as port_checkpointer
+from agent.state import Budget
 from runners.errors import KportError
 
 RECURSION_LIMIT = 10
@@ -29,9 +38,6 @@ YES = ("y", "yes")
 def turn(state: ChatState, runtime) -> dict:
     """Run the turn's line; a KportError is answered as ``error: ...`` and the session goes
     on. Returns the state update with this turn's transcript entries."""
-    from agent.chat.ask import ask
-    from agent.chat.commands import dispatch
-
     ctx = runtime.context
     say = Say(get_stream_writer())
     line = (state.get("line") or "").strip()
@@ -90,11 +96,8 @@ def build_chat_graph(checkpointer=None):
 
 def _port_values(thread: str, settings) -> dict:
     """The final state of a /port run (its own checkpoint thread), or {}."""
-    from agent.graph import build_graph
-    from agent.session import checkpointer
-
     def read() -> dict:
-        with checkpointer(settings) as saver:
+        with port_checkpointer(settings) as saver:
             snap = build_graph(saver).get_state({"configurable": {"thread_id": thread}})
             return dict(snap.values)
 
@@ -104,13 +107,6 @@ def _port_values(thread: str, settings) -> dict:
 def write_saved(state: ChatState, plan: dict, ctx) -> list[str]:
     """Write the package and report of version ``plan['version']`` into ``plan['dir']``;
     returns the file names written."""
-    from agent.chat.state import load_case_of
-    from agent.nodes.bench import measure
-    from agent.out_folder import write_folder
-    from agent.package import write_package
-    from agent.report import build_report, write_report
-    from agent.state import Budget
-
     ver = version(state, plan["version"])
     case = load_case_of(state)
     cand = candidate_of(ver)

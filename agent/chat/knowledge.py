@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from agent.chat.state import load_case_of, need_kernel, split_args
+from agent.nodes.retrieve import analogues, kernel_text
+from kb.concepts import load_rules
+from kb.search import search_home
+from kb.store import COLLECTIONS
 from runners.errors import KportError
 
 
 def cmd_rules(state, args, ctx, say) -> dict:
     """/rules [RULE_ID]: the concept rules that apply to the loaded kernel, or one rule."""
-    from kb.concepts import load_rules
-
     pos, _ = split_args(args, "/rules [RULE_ID]", {})
     if pos:
         rule = next((r for r in load_rules() if r.id == pos[0]), None)
@@ -43,10 +47,6 @@ def cmd_rules(state, args, ctx, say) -> dict:
 def cmd_analogues(state, args, ctx, say) -> dict:
     """/analogues: CUDA/Metal pairs already ported that are most like the loaded kernel (from
     the knowledge base; the kernel's own corpus pair is left out)."""
-    from types import SimpleNamespace
-
-    from agent.nodes.retrieve import analogues, kernel_text
-
     split_args(args, "/analogues", {})
     case = load_case_of(state)
     pairs, note = analogues(SimpleNamespace(use_kb=True, case=case),
@@ -65,9 +65,6 @@ def cmd_analogues(state, args, ctx, say) -> dict:
 def cmd_search(state, args, ctx, say) -> dict:
     """/search QUERY [--kind KIND]: the knowledge base's best chunks for QUERY (rules, arch,
     analogues, docs, fixes), as `kport kb search` gives them."""
-    from kb.search import search_home
-    from kb.store import COLLECTIONS
-
     usage = "/search QUERY [--kind rules|arch|analogues|docs|fixes]"
     pos, opts = split_args(args, usage, {"--kind": True})
     if not pos:

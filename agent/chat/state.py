@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from corpus.candidate import Candidate
+from corpus.cases import load_case
 from runners.errors import KportError
 
 TRANSCRIPT_CHARS = 4000  # of one turn's output kept in the transcript
@@ -132,7 +133,5 @@ def split_args(args: list[str], usage: str, flags: dict[str, bool]) -> tuple[lis
 
 def load_case_of(state):
     """The CaseSpec checks of this session run against."""
-    from corpus.cases import load_case
-
     need_kernel(state)
     return load_case(Path(state["case_dir"]))

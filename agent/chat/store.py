@@ -8,6 +8,7 @@ case, files handed to $EDITOR); files for the user are written only after approv
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import sqlite3
 import time
 import uuid
@@ -104,8 +105,6 @@ def session_dir(settings, sid: str) -> Path:
 def hold(settings, sid: str):
     """Hold session ``sid`` for this process (an flock, released even by SIGKILL); KportError
     when another process holds it, as two terminals on one session would interleave turns."""
-    import fcntl
-
     fh = (session_dir(settings, sid) / ".lock").open("a+")
     try:
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -123,6 +122,7 @@ def hold(settings, sid: str):
 def open_sessions(settings):
     """(SqliteSaver, SessionIndex) on the chat database, closed on exit. KportError when the
     database cannot be opened (a bad KPORT_HOME, a file that is not SQLite)."""
+    # lazy: langgraph is slow to import (~0.3 s); hold() and session_dir() do without it
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     path = Path(settings.sessions_dir) / CHAT_DB

@@ -7,6 +7,8 @@ import difflib
 from pathlib import Path
 
 from agent.chat.state import add_version, candidate_of, need_kernel, split_args, version
+from agent.nodes.retrieve import kernel_text
+from agent.package import metal_text
 from corpus.candidate import Candidate
 from runners.errors import KportError
 
@@ -16,8 +18,6 @@ BODY_MARK = "// ---- kport: body (what goes into mx.fast.metal_kernel's source=)
 
 def metal_of(state, ver: dict) -> str:
     """The kernel.metal text of a version (signature, header, body)."""
-    from agent.package import metal_text
-
     return metal_text(state["kernel"], candidate_of(ver))
 
 
@@ -48,8 +48,6 @@ def cmd_show(state, args, ctx, say) -> dict:
     kernel."""
     pos, _ = split_args(args, "/show [VERSION | cuda]", {})
     if pos and pos[0] == "cuda":
-        from agent.nodes.retrieve import kernel_text
-
         need_kernel(state)
         say(kernel_text(state["src"], state["kernel"]))
         return {}

@@ -10,9 +10,16 @@ import math
 
 import numpy as np
 
+import runners
 from corpus.candidate import Candidate
 from corpus.cases import evaluate
-from runners.dtypes import DTYPES
+from corpus.check import make_inputs
+from kb.arch import ArchError, roofline_seconds
+from kb.arch import chip as chip_named
+from kb.lints import lint_metal
+from kb.tgmem import threadgroup_decls
+from runners.dtypes import DTYPES, Tensor, to_mx
+from runners.errors import KportError
 
 NO_GPU = ("No Apple GPU timing exists: this machine has no Metal (mx.metal.is_available() is "
           "False). Scores are simulator metrics and performance lints, not measurements; run "
@@ -33,9 +40,6 @@ def launch_values(candidate: Candidate, sizes: dict[str, int]) -> tuple[tuple, t
 
 def perf_lints(candidate: Candidate, sizes: dict[str, int], chip: str) -> list[dict]:
     """kb.lints findings for the candidate at ``sizes`` on ``chip``, as dicts."""
-    from kb.lints import lint_metal
-    from runners.errors import KportError
-
     try:
         _, tg, template = launch_values(candidate, sizes)
     except KportError:
@@ -55,10 +59,6 @@ def lint_score(lints: list[dict]) -> float:
 def sim_metrics(candidate: Candidate, case, sizes: dict[str, int], chip: str) -> dict:
     """Launch shape, static threadgroup memory and a memory-traffic roofline bound at
     ``sizes`` (every array read or written once; flops not counted)."""
-    from kb.arch import ArchError, roofline_seconds
-    from kb.arch import chip as chip_named
-    from kb.tgmem import threadgroup_decls
-
     grid, tg, template = launch_values(candidate, sizes)
     decls = threadgroup_decls(candidate.body, template)
     moved = 0
@@ -82,15 +82,11 @@ def sim_metrics(candidate: Candidate, case, sizes: dict[str, int], chip: str) ->
 def _apple_timing(candidate: Candidate, case, sizes: dict[str, int]) -> dict | None:
     """Median seconds of the candidate and of the case's expert port on this Mac; None
     without Metal. Unconfirmed: written against runners.mlx_metal, not run on a Mac here."""
-    import runners
-
     mlx_metal = runners.get("mlx_metal")
     if not mlx_metal.available():
         return None
+    # lazy: MLX is heavy (Metal on macOS); only a Mac with Metal times a kernel
     import mlx.core as mx
-
-    from corpus.check import make_inputs
-    from runners.dtypes import Tensor, to_mx
 
     by_name = {a.name: a for a in case.args}
     values = make_inputs(case, sizes, 0)

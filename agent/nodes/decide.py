@@ -12,13 +12,12 @@ from agent.nodes.optimise import applicable, better, next_expansion
 from agent.repairs import diagnosis_ids, mechanical_repair
 from agent.state import budget_stop
 from corpus.candidate import Candidate
+from kb.fixes import load_fixes
 
 ACCEPTED = "accepted: correct at every size set and seed"
 
 
 def _fixes(ids: list[str]) -> list[dict]:
-    from kb.fixes import load_fixes
-
     by_id = {r.id: r for r in load_fixes()}
     return [{"id": i, "title": by_id[i].title, "fix": by_id[i].fix} for i in ids
             if i in by_id][:4]

@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from agent.nodes.bench import perf_lints
 from corpus.candidate import Candidate
+from kb.arch import features
+from kb.ingest import case_chunks
+from kb.parse import functions, kernel_closure
 from kb.rules_match import kernel_tokens, match_rules
+from kb.search import search_home
+from runners.errors import KportError
+from runners.settings import load_settings
 
 ANALOGUES = 2
 ANALOGUE_CHARS = 2500
@@ -18,8 +24,6 @@ BASE_FACTS = ("F1", "F2", "F3", "F9")  # SIMD width, threadgroup limits, SIMD re
 
 def own_pair_ids(case) -> set[str]:
     """Ids of the case's own CUDA/Metal pair in the KB (what leave-one-out excludes)."""
-    from kb.ingest import case_chunks
-
     try:
         return {c.id for c in case_chunks(case)}
     except (OSError, ValueError):
@@ -31,9 +35,6 @@ def analogues(ctx, query: str) -> tuple[list[dict], str]:
     returns (pairs, note) where the note says what was (not) retrieved and why."""
     if not ctx.use_kb:
         return [], "knowledge base not used (--no-kb): no analogues"
-    from kb.search import search_home
-    from runners.errors import KportError
-    from runners.settings import load_settings
 
     settings = load_settings()
     try:
@@ -64,8 +65,6 @@ def analogues(ctx, query: str) -> tuple[list[dict], str]:
 
 def arch_facts(ids) -> list[dict]:
     """The Apple-GPU facts (kb/rules/arch/features.toml) with these ids, in id order."""
-    from kb.arch import features
-
     want = set(ids)
     return [{"id": f.id, "fact": f.fact, "applies": f.applies}
             for f in features() if f.id in want]
@@ -94,8 +93,6 @@ def rule_records(src: str, kernel: str, where: str) -> list[dict]:
 def kernel_text(src: str, kernel: str) -> str:
     """The kernel and its callees (the file may hold other kernels); the whole source when
     the kernel is not found."""
-    from kb.parse import functions, kernel_closure
-
     funcs = functions(src, "cuda")
     found = next((f for f in funcs if f.name == kernel.split("<")[0]), None)
     if found is None:

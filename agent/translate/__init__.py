@@ -19,6 +19,7 @@ from agent.translate.analyze import KernelInfo, TranslateError, analyze_kernel
 from agent.translate.emit import _SCALAR_KIND, ATTRIBUTES, HELPERS, Context, Emitter
 from kb.concepts import load_rules
 from kb.rewrites import load_rewrites
+from kb.rules_match import _marker_tokens
 
 # Besides the rewrite table's spellings, a rule marker counts as a CUDA construct when it is
 # one of CUDA's own names (intrinsics, runtime API, atomics, builtins, tensor-core and
@@ -78,8 +79,6 @@ def constructs() -> dict[str, str]:
     """CUDA's own spellings among the concept rules' markers -> the first rule naming each
     (what coverage and TODO notes count, with the rewrite table's spellings). Built once per
     process; callers copy before changing it."""
-    from kb.rules_match import _marker_tokens
-
     out: dict[str, str] = {}
     for rule in load_rules():
         for marker in rule.markers:
