@@ -7,6 +7,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from corpus.candidate import Candidate
 from corpus.cases import CaseSpec, MetalSpec
 from corpus.check import Outcome, check_case
@@ -18,8 +20,8 @@ PORT, HEADER = "kport_port.metal", "kport_header.metal"
 
 def case_with_port(case: CaseSpec, folder: Path, port: Candidate) -> CaseSpec:
     """A copy of ``case`` in ``folder`` whose Metal port is ``port`` (its init_value, when
-    None, is the case's). Raises pydantic's ValidationError (a ValueError) for a launch a
-    case's ``[metal]`` cannot hold (no grid, more than 3 dimensions ...)."""
+    None, is the case's). Raises ValueError, one line naming each field, for a launch a
+    case's ``[metal]`` cannot hold (no outputs, no grid, more than 3 dimensions ...)."""
     shutil.copytree(case.folder, folder, dirs_exist_ok=True)
     (folder / PORT).write_text(port.body)
     if port.header.strip():
@@ -27,8 +29,24 @@ def case_with_port(case: CaseSpec, folder: Path, port: Candidate) -> CaseSpec:
     launch = port.launch().model_dump()
     if launch["init_value"] is None and case.metal is not None:
         launch["init_value"] = case.metal.init_value
-    metal = MetalSpec(source=PORT, header=HEADER if port.header.strip() else "", **launch)
+    try:
+        metal = MetalSpec(source=PORT, header=HEADER if port.header.strip() else "", **launch)
+    except ValidationError as err:
+        raise ValueError(launch_problem(err)) from None
     return case.model_copy(update={"folder": folder, "metal": metal})
+
+
+def launch_problem(err: ValidationError) -> str:
+    """One line for a launch a case's ``[metal]`` cannot hold, naming each field."""
+    parts = []
+    for e in err.errors():
+        field = ".".join(str(x) for x in e["loc"]) or "launch"
+        if field == "outputs" and e["type"] == "too_short":
+            parts.append("outputs: none (kport found no buffer the kernel writes: name the "
+                         "outputs with role = \"out\" in a case.toml, docs/corpus.md)")
+        else:
+            parts.append(f"{field}: {e['msg']}")
+    return "the port's launch cannot be checked: " + "; ".join(parts)
 
 
 def check_translation(case: CaseSpec, tr, seeds: int | None = None) -> list[Outcome]:

@@ -12,14 +12,15 @@ import functools
 import re
 import sys
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from runners import limits, srcrewrite
+from runners import conditionals, limits, srcrewrite
 from runners.base import Runner
 from runners.settings import load_settings
-from runners.simbuild import SIMCORE, build_kernel, kernel_tail
+from runners.simbuild import SIMCORE, Diagnostic, Vetting, build_kernel, kernel_tail
 from runners.simfaults import CompileError, KernelFault
 from runners.simhost import BufferArg, LaunchSpec, ScalarArg, SimRecord, launch_dims, run_launch
 
@@ -52,17 +53,51 @@ def parameter_names(code: str, kernel: str) -> list[str]:
     return [next((x.text for x in reversed(p) if x.kind == "identifier"), "") for p in parts]
 
 
+@dataclass(frozen=True)
+class Unsupported:
+    """A construct cuda_sim cannot model, where its file has it (``check``: for
+    conditionals.split, which decides whether it waits for the compiler's verdict)."""
+
+    file: str
+    line: int
+    message: str
+    check: str = "construct"
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.message}"
+
+
+def unsupported_constructs(texts: dict[str, str]) -> list[Unsupported]:
+    """Every construct of cuda_unsupported.toml in each file of ``texts`` (name -> text, as
+    written), with that file's own line numbers."""
+    table, found = _unsupported(), []
+    for file, text in texts.items():
+        for tok in srcrewrite.tokenize(text):
+            for entry in table:
+                if tok.text in entry.get("identifiers", ()):
+                    found.append(Unsupported(file, tok.line, (
+                        f"{entry['construct']} (`{tok.text}`) is not supported by cuda_sim; "
+                        f"{entry.get('hint', '')}").rstrip("; ")))
+    return found
+
+
 def check_supported(code: str, filename: str = "kernel.cu") -> None:
-    """Raise SourceError naming the first construct the simulator cannot model, and its line."""
-    table = _unsupported()
-    if not table:
-        return
-    for tok in srcrewrite.tokenize(code):
-        for entry in table:
-            if tok.text in entry.get("identifiers", ()):
-                raise srcrewrite.SourceError(
-                    f"{filename}:{tok.line}: {entry['construct']} (`{tok.text}`) is not supported "
-                    f"by cuda_sim; {entry.get('hint', '')}".rstrip("; "))
+    """Raise SourceError naming the first construct the simulator cannot model, and its line
+    (``code`` as one file; RawKernel also reads its includes and ``#if`` groups)."""
+    found = unsupported_constructs({filename: code})
+    if found:
+        raise srcrewrite.SourceError(str(found[0]))
+
+
+def _vetting(tu: str, pending: conditionals.Pending) -> Vetting:
+    """The constructs waiting in ``#if`` groups, decided on ``tu`` (the kernel's TU with the
+    groups' markers) as clang preprocesses it: those in groups it reads fail the build, at
+    their own file and line."""
+    def preprocessed(text: str) -> list[Diagnostic]:
+        found, _ = pending.resolve(text)
+        return [Diagnostic(u.file, u.line, 0, "error", u.message) for u in found]
+
+    return Vetting(conditionals.nonce(pending.key, "cuda"), tu, preprocessed, lambda lib: [])
 
 
 CudaRun = SimRecord  # what RawKernel.launch returns
@@ -92,15 +127,34 @@ class RawKernel:
     def __init__(self, code: str, name: str, options=(), *, filename: str = "kernel.cu"):
         self.code, self.name, self.options, self.filename = code, name, tuple(options), filename
 
-    def _source(self) -> str:
-        code = self.code
+    def _source(self, edit=None, texts: dict[str, str] | None = None) -> str:
+        """The code with the local headers it includes inlined (``edit(name, text)`` applied
+        to each file first; ``texts`` collects each file as written)."""
+        edit = edit or (lambda name, text: text)
+        if texts is not None:
+            texts[self.filename] = self.code
+        code = edit(self.filename, self.code)
         for folder in include_dirs(self.options):
-            code = _inline_includes(code, Path(folder), self.filename)
+            code = _inline_includes(code, Path(folder), self.filename, edit=edit, texts=texts)
         return code
 
-    def _translation_unit(self) -> str:
-        code = self._source()
-        check_supported(code, self.filename)
+    def _prepared(self) -> tuple[str, Vetting | None]:
+        """(the source to compile, the vetting of the unsupported constructs that wait for the
+        compiler): one outside every ``#if`` group raises SourceError at its file and line at
+        once; one inside a group counts only if clang reads that group (conditionals.py), so
+        code for another platform (HIP's inline asm in llama.cpp's common.cuh) does not refuse
+        a kernel. The clearest error there is, so it comes first."""
+        texts: dict[str, str] = {}
+        code = self._source(texts=texts)
+        now, pending = conditionals.split(unsupported_constructs(texts), texts)
+        if now:
+            raise srcrewrite.SourceError(str(now[0]))
+        if not pending:
+            return code, None
+        return code, _vetting(self._translation_unit(self._source(edit=pending.mark)), pending)
+
+    def _translation_unit(self, code: str | None = None) -> str:
+        code = self._prepared()[0] if code is None else code
         code = srcrewrite.rewrite_group_storage(code, "__shared__")
         code = srcrewrite.rewrite_cuda_vector_casts(code)
         return (f'{_HEAD}#line 1 "{self.filename}"\n{code}\n'
@@ -109,7 +163,7 @@ class RawKernel:
 
     def launch(self, grid, block, args, shared_mem: int = 0) -> CudaRun:
         """Run once; numpy array arguments are updated in place. Returns a CudaRun record."""
-        check_supported(self._source(), self.filename)  # first: the clearest error there is
+        code, vetting = self._prepared()
         grid, block = launch_dims(grid, "grid"), launch_dims(block, "block")
         try:  # CUDA refuses such a launch (cudaErrorInvalidConfiguration); so does CuPy
             limits.check_cuda_launch(grid, block, "launch", shared_mem)
@@ -138,8 +192,9 @@ class RawKernel:
                 raise TypeError(f"argument {i}: pass numpy arrays for buffers and numpy scalars "
                                 f"(e.g. np.int32(n)) for values, not {type(value).__name__}")
         settings = load_settings()
-        build = build_kernel(self._translation_unit(), checked=settings.sim_checks == "full",
-                             dialect="cuda", settings=settings)
+        tu = self._translation_unit(code)
+        build = build_kernel(tu, checked=settings.sim_checks == "full", dialect="cuda",
+                             settings=settings, vetting=vetting)
         if not build.ok:
             return CudaRun(False, diagnostics=build.diagnostics, source=self.code, build=build)
         spec = LaunchSpec(groups=grid, threadgroup=block,
@@ -196,28 +251,39 @@ def include_dirs(options) -> list[str]:
     return found
 
 
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"[ \t]*$', re.M)
+# An include of a local header; a comment may follow it (`#include "x.cuh"  // why`).
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"[ \t]*(?://.*|/\*.*\*/[ \t]*)?$')
+_LINE = re.compile(r"^#line (\d+)$")  # what conditionals.marked adds: a number, no file
 
 
-def _inline_includes(code: str, folder: Path, filename: str,
-                     seen: frozenset = frozenset(), root: Path | None = None) -> str:
+def _inline_includes(code: str, folder: Path, filename: str, *, edit=None,
+                     texts: dict[str, str] | None = None, seen: frozenset = frozenset(),
+                     root: Path | None = None) -> str:
     """Resolve ``#include "x"`` against an ``-I`` folder (so the build cache sees the content),
     with #line directives that keep diagnostics in the right file and line. Only files inside
     that folder are read, never an absolute path, a ``..`` or a link that leads out of it: the
-    source is outside code, and whatever is inlined reaches the compiler's messages."""
+    source is outside code, and whatever is inlined reaches the compiler's messages.
+    ``edit(name, text)`` changes each included file first (a bare ``#line N`` it adds renumbers,
+    as the compiler would); ``texts`` collects each file as written."""
     root = root or folder.resolve()
-
-    def repl(m: re.Match) -> str:
-        if Path(m[1]).is_absolute():
-            return m[0]
-        path = (folder / m[1]).resolve()
-        if not path.is_relative_to(root) or not path.is_file() or path in seen:
-            return m[0]
-        body = _inline_includes(path.read_text(errors="replace"), path.parent, m[1],
-                                seen | {path}, root)
-        after = code.count("\n", 0, m.start()) + 2
-        return f'#line 1 "{m[1]}"\n{body}\n#line {after} "{filename}"'
-    return _INCLUDE.sub(repl, code)
+    edit = edit or (lambda name, text: text)
+    out, number = [], 0
+    for line in code.split("\n"):
+        number += 1
+        if m := _LINE.match(line):
+            number = int(m[1]) - 1
+        m = _INCLUDE.match(line)
+        path = (folder / m[1]).resolve() if m and not Path(m[1]).is_absolute() else None
+        if path is None or not path.is_relative_to(root) or not path.is_file() or path in seen:
+            out.append(line)
+            continue
+        text = path.read_text(errors="replace")
+        if texts is not None:
+            texts.setdefault(m[1], text)
+        body = _inline_includes(edit(m[1], text), path.parent, m[1], edit=edit, texts=texts,
+                                seen=seen | {path}, root=root)
+        out.append(f'#line 1 "{m[1]}"\n{body}\n#line {number + 1} "{filename}"')
+    return "\n".join(out)
 
 
 RUNNER = Runner("cuda_sim", "cuda", hardware=False, kernel=RawKernel)

@@ -19,8 +19,9 @@ from pathlib import Path
 from elftools.common.exceptions import ELFError
 from elftools.elf.elffile import ELFFile
 
+from runners import conditionals
 from runners.cpplex import Token, lex
-from runners.metal_sim import conditionals, restrictions, spaces
+from runners.metal_sim import restrictions, spaces
 from runners.metal_sim.allowlist import (
     RULES_FILE,
     Problem,
@@ -40,7 +41,7 @@ def digest() -> str:
     return hashlib.sha256(RULES_FILE.read_bytes() + (here / "allowlist.py").read_bytes()
                           + (here / "spaces.py").read_bytes()
                           + (here / "restrictions.py").read_bytes()
-                          + (here / "conditionals.py").read_bytes()
+                          + (here.parent / "conditionals.py").read_bytes()
                           + (here.parent / "srcrewrite.py").read_bytes()
                           + (here.parent / "sourcetree.py").read_bytes()
                           + Path(__file__).read_bytes()).hexdigest()

@@ -13,9 +13,9 @@ import re
 
 import numpy as np
 
-from runners import limits, srcrewrite
+from runners import conditionals, limits, srcrewrite
 from runners.dtypes import DTYPES, Tensor, dtype_name, poison, to_mx, to_tensor
-from runners.metal_sim import allowlist, codegen, conditionals, expanded, spaces
+from runners.metal_sim import allowlist, codegen, expanded, spaces
 from runners.settings import load_settings
 from runners.simbuild import build_kernel, kernel_tail
 from runners.simfaults import CompileError, KernelFault

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from runners import srcrewrite
-from runners.metal_sim import allowlist, conditionals, expanded, function_constants, spaces
+from runners import conditionals, srcrewrite
+from runners.metal_sim import allowlist, expanded, function_constants, spaces
 from runners.metal_sim.codegen import ATTRIBUTE_HELPERS, ATTRIBUTE_VALUES, ATTRIBUTES
 from runners.metal_sim.kernel import _SYNC, THREADGROUP_MEMORY
 from runners.settings import load_settings

@@ -116,3 +116,17 @@ def test_the_harness_refuses_a_launch_that_lacks_a_key():
     case = discover(ids=["001"])[0]
     with pytest.raises(ValueError, match=r"^launch override lacks outputs, threadgroup$"):
         judge(case, "y_out[0] = 0;", launch={"inputs": ["x"], "grid": [1]})
+
+
+def test_a_port_with_no_outputs_is_one_clear_line(tmp_path):
+    """A translation that found no buffer the kernel writes (llama.cpp's ssm_conv writes dst
+    through a byte-offset cast) gets a reason a person can act on, not pydantic's report."""
+    from corpus.port_check import case_with_port
+
+    case = discover(ids=["001"])[0]
+    port = Candidate.from_case(case).model_copy(update={"outputs": []})
+    with pytest.raises(ValueError) as err:
+        case_with_port(case, tmp_path / "case", port)
+    text = str(err.value)
+    assert text.startswith("the port's launch cannot be checked: outputs: none")
+    assert "\n" not in text and "pydantic" not in text and 'role = "out"' in text

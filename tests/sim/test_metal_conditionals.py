@@ -1,4 +1,4 @@
-"""What the compiler skips is not refused, what it reads is (runners/metal_sim/conditionals.py),
+"""What the compiler skips is not refused, what it reads is (runners/conditionals.py),
 and the other constructs llama.cpp's ggml-metal kernels showed metal_sim refusing although
 Apple's compiler builds them: function constants, tests of predefined macros for being
 defined, GNU range designators, function pointers as template parameters, address spaces in
@@ -7,7 +7,8 @@ macro bodies, casts of casts, device matrices cast to another element type."""
 import numpy as np
 import pytest
 
-from runners.metal_sim import MetalLibrary, conditionals
+from runners import conditionals
+from runners.metal_sim import MetalLibrary
 
 HEAD = "#include <metal_stdlib>\nusing namespace metal;\n"
 KERNEL = """

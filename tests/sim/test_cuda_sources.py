@@ -1,0 +1,56 @@
+"""cuda_sim reads a source as nvcc does (issue 15): local headers with a comment after the
+include, constructs it cannot model refused only where the compiler reads them (not in an `#if`
+branch for another platform) and named at their own file and line."""
+
+import numpy as np
+import pytest
+
+from runners.cuda_sim import RawKernel
+from runners.srcrewrite import SourceError
+
+KERNEL = r"""
+#include "helpers.cuh"  // twice(), and HIP's inline asm beside it
+extern "C" __global__ void run(float* y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = twice(y[i]);
+}
+"""
+HELPERS = r"""#pragma once
+static __device__ float twice(float v) {
+#if defined(__HIP_PLATFORM_AMD__)
+    asm volatile("v_add_f32 %0, %1, %1" : "=v"(v) : "v"(v));
+    return v;
+#else
+    return v + v;
+#endif
+}
+"""
+
+
+def _launch(tmp_path, helpers: str):
+    (tmp_path / "helpers.cuh").write_text(helpers)
+    y = np.arange(8, dtype=np.float32)
+    run = RawKernel(KERNEL, "run", options=(f"-I{tmp_path}",), filename="k.cu").launch(
+        (1,), (8,), [y, np.int32(8)])
+    return run, y
+
+
+def test_asm_in_a_branch_the_compiler_skips_is_not_refused(tmp_path):
+    run, y = _launch(tmp_path, HELPERS)
+    assert run.ok, run.diagnostics
+    assert y.tolist() == [2.0 * i for i in range(8)]
+
+
+def test_asm_in_a_branch_the_compiler_reads_fails_at_its_own_line(tmp_path):
+    run, _ = _launch(tmp_path, HELPERS.replace("defined(__HIP_PLATFORM_AMD__)",
+                                               "!defined(__HIP_PLATFORM_AMD__)"))
+    assert not run.compiled
+    found = [d for d in run.diagnostics if "inline PTX assembly" in d.message]
+    assert [(d.file, d.line) for d in found] == [("helpers.cuh", 4)], run.diagnostics
+
+
+def test_asm_outside_any_branch_is_refused_at_once_in_its_own_file(tmp_path):
+    helpers = HELPERS.replace("#if defined(__HIP_PLATFORM_AMD__)\n", "").replace(
+        "#else\n    return v + v;\n#endif\n", "")
+    with pytest.raises(SourceError, match=r"^helpers\.cuh:3: inline PTX assembly"):
+        _launch(tmp_path, helpers)
