@@ -8,6 +8,8 @@ MLX body: kport sim body.metal --input x=x.npy --output y=float32:4,16 --grid 64
            --threadgroup 32
 .metal file: kport sim lib.metal --kernel scale --grid 100 --threadgroup 32 \\
            --arg 0=x.npy --arg 1=zeros:float32:100 --arg 2=uint32:100   (NAME = buffer index)
+A .cu file's quoted includes are found as nvcc finds them: in its own folder, then in each
+-I DIR; -D NAME[=VALUE] defines a macro (both repeatable).
 Arguments: NAME=file.npy (an array), NAME=DTYPE:VALUE (a scalar),
 NAME=zeros:DTYPE:SHAPE (a fresh array). Outputs are printed, and saved as .npy with --save DIR.
 Launch sizes are checked against CUDA's or Metal's limits and array sizes against what one
@@ -27,7 +29,7 @@ import numpy as np
 import typer
 
 from runners import limits
-from runners.cuda_sim import RawKernel
+from runners.cuda_sim import RawKernel, macro_definitions
 from runners.dtypes import DTYPES
 from runners.errors import KportError
 from runners.metal_sim import MetalLibrary, metal_kernel
@@ -174,12 +176,28 @@ def _report(findings, diagnostics, outputs: dict, printf: str, as_json: bool, sa
             print(f"{name} {arr.dtype}{list(arr.shape)}:\n{arr}")
 
 
-def run_cuda(path: Path, kernel: str, grid, block, args: list[str], shared_mem: int):
+def cuda_options(path: Path, include: list[Path], define: list[str]) -> tuple[str, ...]:
+    """The options nvcc would be given: the source's own folder first (where nvcc looks for a
+    quoted include), then each -I folder, then each -D."""
+    for folder in include:
+        if not folder.is_dir():
+            raise SimUsageError(f"-I {folder}: no such folder")
+    options = (f"-I{path.parent}", *(f"-I{folder}" for folder in include),
+               *(f"-D{d}" for d in define))
+    try:
+        macro_definitions(options)
+    except ValueError as err:
+        raise SimUsageError(str(err)) from None
+    return options
+
+
+def run_cuda(path: Path, kernel: str, grid, block, args: list[str], shared_mem: int,
+             options: tuple[str, ...] = ()):
     limits.check_cuda_launch(grid, block, "--grid/--block/--shared-mem", shared_mem)
     parsed = [parse_arg(a) for a in args]
     values = [v for _, v in parsed]
     _all_bytes(values)
-    k = RawKernel(read_source(path), kernel, filename=path.name)
+    k = RawKernel(read_source(path), kernel, options, filename=path.name)
     run = _launch(lambda: k.launch(grid, block, values, shared_mem=shared_mem))
     arrays = {n: v for n, v in parsed if isinstance(v, np.ndarray)} if run.compiled else {}
     return run.findings, run.diagnostics, arrays, run.printf
@@ -260,6 +278,11 @@ def sim(
     output: list[str] = typer.Option([], help=".metal: outputs NAME=DTYPE:SHAPE"),
     header: Path = typer.Option(None, help=".metal: helper functions file"),
     shared_mem: int = typer.Option(0, help=".cu: dynamic shared memory in bytes"),
+    include: list[Path] = typer.Option([], "--include-dir", "-I",
+                                       help=".cu: another folder of local headers (the "
+                                            "source's own folder is searched first)"),
+    define: list[str] = typer.Option([], "--define", "-D", help=".cu: NAME or NAME=VALUE, "
+                                     "as nvcc -D (e.g. -D GGML_CUDA_F16)"),
     save: Path = typer.Option(None, help="save outputs as DIR/NAME.npy"),
     force: bool = typer.Option(False, "--force", help="--save may replace existing .npy files"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
@@ -279,7 +302,7 @@ def sim(
         if not kernel or not block:
             raise SimUsageError("a .cu file needs --kernel NAME and --block X[,Y,Z]")
         result = run_cuda(file, kernel, _dims(grid, "--grid"), _dims(block, "--block"), arg,
-                          shared_mem)
+                          shared_mem, cuda_options(file, include, define))
     elif file.suffix == ".metal" and kernel:
         if not threadgroup:
             raise SimUsageError("a .metal kernel needs --threadgroup X[,Y,Z]")

@@ -157,7 +157,9 @@ class RawKernel:
         code = self._prepared()[0] if code is None else code
         code = srcrewrite.rewrite_group_storage(code, "__shared__")
         code = srcrewrite.rewrite_cuda_vector_casts(code)
-        return (f'{_HEAD}#line 1 "{self.filename}"\n{code}\n'
+        defines = "".join(f"#define {name} {value}\n" for name, value in
+                          macro_definitions(self.options))
+        return (f'{_HEAD}{defines}#line 1 "{self.filename}"\n{code}\n'
                 + kernel_tail("cuda", bool(_SYNC.search(code)), _INVOKE,
                               f"  __kp_invoke(&{self.name}, __kp_a);"))
 
@@ -248,6 +250,29 @@ def include_dirs(options) -> list[str]:
             found.append(opt.split("=", 1)[1])
         elif opt.startswith("-I") and len(opt) > 2:
             found.append(opt[2:])
+    return found
+
+
+def macro_definitions(options) -> list[tuple[str, str]]:
+    """(name, value) of each ``-DNAME[=V]``, ``-D NAME[=V]``, ``--define-macro=NAME[=V]`` and
+    ``--define-macro NAME[=V]`` (NVRTC/CuPy spellings; nvcc's value 1 when none is given);
+    ValueError for a name that is not an identifier or a value that spans lines."""
+    options, found = list(options), []
+    for i, opt in enumerate(options):
+        nxt = options[i + 1] if i + 1 < len(options) else None
+        if opt in ("-D", "--define-macro") and nxt:
+            spec = nxt
+        elif opt.startswith("--define-macro="):
+            spec = opt.split("=", 1)[1]
+        elif opt.startswith("-D") and len(opt) > 2:
+            spec = opt[2:]
+        else:
+            continue
+        name, eq, value = spec.partition("=")
+        if not re.fullmatch(r"[A-Za-z_]\w*", name) or "\n" in value or "\\" in value:
+            raise ValueError(f"-D {spec!r}: write NAME or NAME=VALUE, NAME an identifier and "
+                             "VALUE on one line")
+        found.append((name, value if eq else "1"))
     return found
 
 

@@ -89,3 +89,29 @@ def test_bad_arguments_are_clear_errors(tmp_path):
         proc = kport(tmp_path, *args)
         assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
         assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_cuda_headers_next_to_the_source_and_nvccs_I_and_D(tmp_path):
+    """As nvcc: a quoted include is found in the source's own folder (run from elsewhere), -I
+    adds folders, -D defines a macro the source tests; a bad -D is one line."""
+    src, inc = tmp_path / "src", tmp_path / "inc"
+    src.mkdir()
+    inc.mkdir()
+    (src / "scale.cuh").write_text('#include "factor.cuh"  // SCALE\n'
+                                   "static __device__ float scale(float v) { return SCALE * v; }\n")
+    (inc / "factor.cuh").write_text("#ifdef TRIPLE\n#define SCALE 3.0f\n#else\n"
+                                    "#define SCALE 2.0f\n#endif\n")
+    (src / "k.cu").write_text('#include "scale.cuh"\n' + SAXPY.replace("a * x[i]", "scale(x[i])"))
+    np.save(tmp_path / "x.npy", np.arange(8, dtype=np.float32))
+    args = ["src/k.cu", "--kernel", "saxpy", "--grid", "1", "--block", "8", "--arg", "x=x.npy",
+            "--arg", "y=zeros:float32:8", "--arg", "a=float32:0", "--arg", "n=int32:8"]
+    for extra, factor in ((["-I", "inc"], 2.0), (["-I", "inc", "-D", "TRIPLE"], 3.0)):
+        proc = kport(tmp_path, *args, *extra, "--save", f"out{factor:g}")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        np.testing.assert_array_equal(np.load(tmp_path / f"out{factor:g}" / "y.npy"),
+                                      np.arange(8) * factor)
+    proc = kport(tmp_path, *args)  # factor.cuh is in no folder searched
+    assert proc.returncode != 0 and "factor.cuh" in proc.stdout + proc.stderr
+    proc = kport(tmp_path, *args, "-I", "inc", "-D", "1BAD")
+    assert proc.returncode == 2 and "-D '1BAD'" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
