@@ -134,7 +134,9 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
     ctx.input_kinds = {p.name: _SCALAR_KIND[kind] for p in info.params
                        if p.pointer and info.roles.get(p.name) in ("in", "inout", "scalar")
                        and (kind := _element(p.type, table)) in _SCALAR_KIND}
-    ctx.constructs = {k: v for k, v in ctx.constructs.items() if k not in info.local_names}
+    ctx.constructs = {k: v for k, v in ctx.constructs.items()
+                      if k not in info.local_names and k not in info.macros}
+    ctx.macros = set(info.macros)
     ctx.extra_params = {fn: list(attrs) for fn, attrs in info.attribute_params.items()}
     ctx.tg_params = {fn: set(ix) for fn, ix in info.threadgroup_params.items()}
     if info.extern_shared:

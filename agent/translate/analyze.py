@@ -5,6 +5,7 @@ attributes passed in. Read from the tree-sitter AST."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
@@ -64,6 +65,40 @@ class KernelInfo:
     notes: list[str] = field(default_factory=list)
     guessed: list[str] = field(default_factory=list)
     local_names: set[str] = field(default_factory=set)  # functions defined in the file
+    macros: set[str] = field(default_factory=set)  # names the file #defines (never rewritten)
+
+
+# What a macro may stand for and still be read as a qualifier (llama.cpp's
+# `#define GGML_CUDA_RESTRICT __restrict__`): its uses are blanked before the source is parsed.
+QUALIFIER_WORDS = {"__restrict__", "__restrict", "restrict", "const", "volatile", "__device__",
+                   "__host__", "__forceinline__", "__inline__", "inline", "__noinline__",
+                   "static"}
+_COMMENT = re.compile(r"//.*|/\*.*?\*/")
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(\(?)([^\n]*)$", re.M)
+
+
+def defined_macros(src: str) -> dict[str, str]:
+    """Name -> replacement text of every ``#define`` in ``src`` (a function-like macro's text
+    starts with its parameter list)."""
+    return {m[1]: (m[2] + m[3]).strip() for m in _DEFINE.finditer(src)}
+
+
+def blank_qualifier_macros(src: str) -> str:
+    """``src`` with each use of an object-like macro that stands only for qualifiers (or for
+    nothing) replaced by spaces (offsets and lines kept), so that ``const float * RESTRICT x``
+    parses as the parameter ``x``; the ``#define`` lines stay."""
+    names = [m[1] for m in _DEFINE.finditer(src)
+             if not m[2] and set(_COMMENT.sub(" ", m[3]).split()) <= QUALIFIER_WORDS]
+    if not names:
+        return src
+    uses = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+    out = []
+    for line in src.split("\n"):
+        if _DEFINE.match(line):
+            out.append(line)
+        else:
+            out.append(uses.sub(lambda m: " " * len(m[0]), line))
+    return "\n".join(out)
 
 
 def _text(n: Node, data: bytes) -> str:
@@ -199,7 +234,7 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
                    strict: bool = True) -> KernelInfo:
     """Everything the emitter needs about ``kernel`` in ``src``; TranslateError when it is not
     there."""
-    data = src.encode()
+    data = blank_qualifier_macros(src).encode()
     root = parse(data, "cuda")
     name, _, rest = kernel.partition("<")
     spec_args = [a for a in rest.rstrip(">").split(",") if a.strip()] if rest else []
@@ -373,6 +408,7 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
     info.atomic_scalars = {s for s in info.atomic_scalars if s in atomic_roots}
     info.callees = [funcs[n][1] for n in order]
     info.local_names = set(funcs)
+    info.macros = set(defined_macros(src))
     info.attribute_params = _attribute_params(callee_nodes, order, data)
     info.threadgroup_params = _threadgroup_params(body, set(info.shared), data, funcs)
     info.header_nodes = _header_nodes(root, data, kfn, set(order), [funcs[n][0] for n in order])

@@ -82,6 +82,7 @@ class Context:
     todo: Counter = field(default_factory=Counter)
     todos: list[tuple[str, str, int]] = field(default_factory=list)  # (rule, construct, line)
     rules_used: set[str] = field(default_factory=set)
+    macros: set[str] = field(default_factory=set)  # the user's #defines: never rewritten
 
 
 class Emitter:
@@ -115,6 +116,10 @@ class Emitter:
     def _leaf(self, node: Node) -> str:
         t = self.text(node)
         ctx = self.ctx
+        if node.type == "preproc_arg":
+            return self._macro_text(node)
+        if t in ctx.macros:  # the user's `#define WARP_SIZE 32` is theirs, not warpSize
+            return t
         for table in (ctx.table.idents, ctx.table.tokens):
             if t in table:
                 self._mapped(t, table[t].rule)
@@ -125,6 +130,35 @@ class Emitter:
         if t in ctx.constructs and (node.type == t or node.type in _NAMES):
             return self._todo(t, ctx.constructs[t], node)
         return t
+
+    def _macro_text(self, node: Node) -> str:
+        """A macro's replacement text (a raw token run to tree-sitter), name by name: what the
+        tables rewrite as a name is rewritten; a CUDA call or construct behind a macro
+        (`#define SHFL_DOWN_SYNC __shfl_down_sync`) cannot be translated where it is not
+        called, so it is a counted TODO, never passed through as if translated."""
+        ctx, text = self.ctx, self.text(node)
+        calls = ctx.table.call_names()
+        out, pos, todos = [], 0, []
+        for m in re.finditer(r"[A-Za-z_]\w*", text):
+            name, word = m[0], m[0]
+            if name in ctx.macros:
+                pass
+            elif name in ctx.table.idents or name in ctx.table.tokens:
+                rewrite = ctx.table.idents.get(name) or ctx.table.tokens[name]
+                self._mapped(name, rewrite.rule)
+                word = rewrite.to
+            elif name in ctx.table.same:
+                self._mapped(name, ctx.table.same[name].rule)
+            elif name in calls or name in ctx.constructs:
+                rule = ctx.constructs.get(name) or next(
+                    rw.rule for (n, _), rw in ctx.table.calls.items() if n == name)
+                ctx.todo[name] += 1
+                ctx.todos.append((rule, name, node.start_point[0] + 1))
+                todos.append(f"KPORT-TODO({rule}): {name} behind a macro; call it directly")
+            out.append(text[pos:m.start()] + word)
+            pos = m.end()
+        out.append(text[pos:])
+        return "".join(out) + "".join(f" /* {t} */" for t in todos)
 
     def emit_children_between(self, node: Node) -> str:
         """The children of a bracketed node (its first and last child dropped), emitted."""

@@ -218,3 +218,41 @@ def test_atomic_cas_is_strong_through_the_helper():
     assert "kport_atomic_cas(&slots[t % 8], 0, t + 1)" in tr.body
     assert "inline T kport_atomic_cas" in tr.header
     assert int(got["won"][0]) == int(want["won"][0]) == 8
+
+
+HELPER_MACROS = """
+#define WARP_SIZE 32
+#define GGML_CUDA_RESTRICT __restrict__  // as llama.cpp's common.cuh
+static __device__ float warp_sum(float v) {
+    for (int off = WARP_SIZE / 2; off > 0; off >>= 1)  // as llama.cpp's warp_reduce_sum
+        v += __shfl_xor_sync(0xffffffff, v, off, WARP_SIZE);
+    return v;
+}
+__global__ void rowsum(const float * GGML_CUDA_RESTRICT x, float * GGML_CUDA_RESTRICT y,
+                       const int n) {
+    const float * GGML_CUDA_RESTRICT row = x + blockIdx.x * n;
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < n; i += WARP_SIZE) s += row[i];
+    s = warp_sum(s);
+    if (threadIdx.x == 0) y[blockIdx.x] = s;
+}
+"""
+
+
+def test_user_macros_are_the_users_and_qualifier_macros_are_qualifiers():
+    """Issue 15: `#define WARP_SIZE 32` became `#define 32 32`, and a parameter behind
+    `GGML_CUDA_RESTRICT` was named after the macro; the port now runs right."""
+    x = np.random.default_rng(3).standard_normal(4 * 32).astype(np.float32)
+    tr, want, got = run_both(HELPER_MACROS, "rowsum", {"x": x, "n": np.int32(32)},
+                             {"y": np.zeros(4, np.float32)}, ["4"], [32])
+    assert "#define WARP_SIZE 32" in tr.header and "#define 32" not in tr.header
+    assert tr.inputs == ["x", "n"] and tr.outputs == ["y"]
+    np.testing.assert_allclose(got["y"], want["y"], rtol=1e-5, atol=1e-5)
+
+
+def test_a_cuda_call_behind_a_macro_is_a_counted_todo():
+    src = HELPER_MACROS.replace("v += __shfl_xor_sync(", "v += SHFL_XOR_SYNC(").replace(
+        "#define WARP_SIZE 32", "#define WARP_SIZE 32\n#define SHFL_XOR_SYNC __shfl_xor_sync")
+    tr = translate_kernel(src, "rowsum", grid=["4"], block=[32])
+    assert [t.construct for t in tr.todos] == ["__shfl_xor_sync"]
+    assert "KPORT-TODO(warp.shfl_xor)" in tr.header
