@@ -35,9 +35,13 @@ def case_toml(data: dict) -> str:
     return tomli_w.dumps({k: v for k, v in data.items() if v != []})
 
 
-def _dtype(name: str, ctype: str) -> str:
+def _dtype(name: str, ctype: str, template: dict | None = None) -> str:
+    """The dtype of an argument of C type ``ctype``; a template type parameter takes the
+    type the kernel's name gives it (``op_clamp_kernel<float>``: ``T`` is float32)."""
     words = ctype.replace("const", " ").replace("__restrict__", " ").replace("*", " ").split()
-    dtype = TYPE_DTYPES.get(" ".join(words))
+    spelled = " ".join(words)
+    bound = (template or {}).get(spelled)
+    dtype = TYPE_DTYPES.get(spelled) or (bound if bound in TYPE_DTYPES.values() else None)
     if dtype is None:
         raise KportError(f"cannot guess the element type of argument {name!r} ({ctype!r}); "
                          "write a case.toml for it (docs/corpus.md) and pass --case")
@@ -54,7 +58,7 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     tr = translate_kernel(src, kernel, where=str(src_path))
     guessed: list[str] = [f"roles inferred by the translator: {tr.roles}"]
     ints = [n for n, r in tr.roles.items() if r == "scalar"
-            and _dtype(n, tr.dtypes.get(n, "")).startswith(("int", "uint"))]
+            and _dtype(n, tr.dtypes.get(n, ""), tr.template).startswith(("int", "uint"))]
     if not sizes:
         # every array is guessed flat over the product of the sizes: keep that product small
         # (64**3 at most; with many int parameters each one gets smaller), never PiB
@@ -64,7 +68,7 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     elements = " * ".join(sizes) if len(sizes) > 1 else next(iter(sizes))
     args = []
     for name, role in tr.roles.items():
-        dtype = _dtype(name, tr.dtypes.get(name, ""))
+        dtype = _dtype(name, tr.dtypes.get(name, ""), tr.template)
         if role == "scalar":
             if name in sizes:
                 value = name

@@ -129,6 +129,29 @@ def test_without_a_case_a_guessed_case_is_written_and_loads(tmp_path, capsys):
                  str(tmp_path / "again"), "--offline", "--no-kb"]) == 0
 
 
+def test_a_template_kernels_type_arguments_give_the_guessed_dtypes(tmp_path):
+    """Issue 15: `--kernel 'op_clamp_kernel<float>'` (llama.cpp's clamp) was refused with
+    "cannot guess the element type of argument 'min' ('T')"."""
+    from agent.case_guess import guess_case
+
+    src = tmp_path / "clamp.cu"
+    src.write_text("""template <class T>
+static __global__ void op_clamp_kernel(const T * x, T * dst, const T min, const T max,
+                                       const int k) {
+    const int i = blockDim.x*blockIdx.x + threadIdx.x;
+    if (i >= k) {
+        return;
+    }
+    dst[i] = x[i] < min ? min : (x[i] > max ? max : x[i]);
+}
+""")
+    for ctype, dtype in (("float", "float32"), ("half", "float16")):
+        case, _ = guess_case(src, f"op_clamp_kernel<{ctype}>", tmp_path / ctype,
+                             sizes={"k": 100})
+        assert {a.name: a.dtype for a in case.args} == {
+            "x": dtype, "dst": dtype, "min": dtype, "max": dtype, "k": "int32"}
+
+
 USAGE_ERRORS = [
     (["--kernel", "nope"], "no kernel named 'nope'"),
     (["--kernel", "saxpy", "--size", "n=abc"], "--size 'n=abc'"),
