@@ -202,26 +202,61 @@ def _mutable_params(callees: dict[str, tuple[Node, Node]], data: bytes,
     return out
 
 
+def split_template_args(text: str) -> list[str]:
+    """The arguments of ``<...>`` text split at its top-level commas only:
+    ``Traits<64, 4, float>, 2`` is two arguments."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    out.append(text[start:].strip())
+    return [a for a in out if a]
+
+
+def _template_params(plist: Node | None, data: bytes) -> list[tuple[str, bool, str | None]]:
+    """(name, is a type, default text or None) of each template parameter."""
+    out = []
+    for p in plist.named_children if plist else []:
+        typed = p.type in ("type_parameter_declaration", "optional_type_parameter_declaration",
+                           "variadic_type_parameter_declaration")
+        named = p.child_by_field_name("name") or p.child_by_field_name("declarator")
+        if named is None:  # `typename T`: the name is the last identifier
+            ids = [n for n in _walk(p) if n.type in ("identifier", "type_identifier")]
+            named = ids[-1] if ids else None
+        if named is None:
+            continue
+        default = p.child_by_field_name("default_type") or p.child_by_field_name(
+            "default_value")
+        out.append((_text(named, data), typed,
+                    _text(default, data) if default is not None else None))
+    return out
+
+
 def _template(outer: Node, spec_args: list[str], data: bytes, where: str,
               strict: bool = True) -> list[tuple]:
     if outer.type != "template_declaration":
         return []
-    plist = outer.child_by_field_name("parameters")
-    names = []
-    for p in plist.named_children if plist else []:
-        ids = [n for n in _walk(p) if n.type in ("identifier", "type_identifier")]
-        typed = p.type in ("type_parameter_declaration", "optional_type_parameter_declaration")
-        if ids:
-            names.append((_text(ids[-1], data), typed))
+    params = _template_params(outer.child_by_field_name("parameters"), data)
+    if len(spec_args) > len(params):
+        raise TranslateError(f"{where}: {len(spec_args)} template arguments given for "
+                             f"{len(params)} parameters ({', '.join(n for n, _, _ in params)})")
     out = []
-    for i, (name, typed) in enumerate(names):
-        if i >= len(spec_args) and not strict:
+    for i, (name, typed, default) in enumerate(params):
+        if i >= len(spec_args) and default is not None:
+            v = default
+        elif i >= len(spec_args) and not strict:
             out.append((name, name))  # left symbolic: a coverage count needs no values
             continue
-        if i >= len(spec_args):
+        elif i >= len(spec_args):
             raise TranslateError(f"{where}: template parameter {name!r} has no value; name the "
                                  "kernel with its arguments, e.g. --kernel 'k<256>'")
-        v = spec_args[i].strip()
+        else:
+            v = spec_args[i].strip()
         if typed:
             out.append((name, TYPE_DTYPES.get(v, v)))
         else:
@@ -237,7 +272,7 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
     data = blank_qualifier_macros(src).encode()
     root = parse(data, "cuda")
     name, _, rest = kernel.partition("<")
-    spec_args = [a for a in rest.rstrip(">").split(",") if a.strip()] if rest else []
+    spec_args = split_template_args(rest.strip()[:-1]) if rest.strip().endswith(">") else []
     funcs = _functions(root, data)
     if name not in funcs:
         kernels = sorted(n for n, (f, _) in funcs.items() if "__global__" in _text(f, data)

@@ -256,3 +256,17 @@ def test_a_cuda_call_behind_a_macro_is_a_counted_todo():
     tr = translate_kernel(src, "rowsum", grid=["4"], block=[32])
     assert [t.construct for t in tr.todos] == ["__shfl_xor_sync"]
     assert "KPORT-TODO(warp.shfl_xor)" in tr.header
+
+
+def test_template_arguments_nest_and_defaults_fill_in():
+    """Issue 15: `Causal_conv1d_update_kernel_traits<64, 4, float, float>` was split at its
+    inner commas and a defaulted parameter's default read as its name."""
+    src = """template <int N, typename T = float, bool B = true>
+__global__ void k(const T* x, T* y) { int i = threadIdx.x; if (B) y[i] = x[i] * N; }"""
+    assert translate_kernel(src, "k<4>").template == {"N": 4, "T": "float32", "B": True}
+    assert translate_kernel(src, "k<4, half, false>").template == {
+        "N": 4, "T": "float16", "B": False}
+    assert translate_kernel(src, "k<Traits<64, 4, float>, float>", strict=False).template[
+        "N"] == "Traits<64, 4, float>"
+    with pytest.raises(TranslateError, match=r"4 template arguments given for 3 parameters"):
+        translate_kernel(src, "k<4, float, false, 1>")
