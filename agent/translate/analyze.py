@@ -101,6 +101,10 @@ def blank_qualifier_macros(src: str) -> str:
     return "\n".join(out)
 
 
+# A function parameter, with or without a default value (`const int off = 0`).
+PARAMETER_NODES = ("parameter_declaration", "optional_parameter_declaration")
+
+
 def _text(n: Node, data: bytes) -> str:
     return data[n.start_byte:n.end_byte].decode(errors="replace")
 
@@ -142,7 +146,7 @@ def _params(fn: Node, data: bytes) -> list[Param]:
     plist = decl.child_by_field_name("parameters")
     out = []
     for p in plist.named_children if plist else []:
-        if p.type != "parameter_declaration":
+        if p.type not in PARAMETER_NODES:
             continue
         ty = " ".join(_text(c, data) for c in p.named_children
                       if c.type in ("primitive_type", "type_identifier", "sized_type_specifier",
@@ -194,7 +198,7 @@ def _mutable_params(callees: dict[str, tuple[Node, Node]], data: bytes,
         decl = next(n for n in _walk(fn) if n.type == "function_declarator")
         plist = decl.child_by_field_name("parameters")
         params = [c for c in (plist.named_children if plist else [])
-                  if c.type == "parameter_declaration"]
+                  if c.type in PARAMETER_NODES]
         out[name] = {i for i, p in enumerate(params)
                      if any(n.type in kinds for n in _walk(p))
                      and not any(c.type == "type_qualifier" and _text(c, data) == "const"

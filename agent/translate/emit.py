@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
-from agent.translate.analyze import root_name
+from agent.translate.analyze import PARAMETER_NODES, root_name
 from kb.rewrites import Rewrite, RewriteTable
 
 # Metal attribute names the rewrites produce, with their MLX types: MLX declares them only for
@@ -210,7 +210,7 @@ class Emitter:
             return f"atomic_load_explicit(&{self._plain(node)}, {RELAXED})"
         if t == "identifier":
             return self._inout_name(node)
-        if t in ("parameter_declaration", "declaration", "type_descriptor", "field_declaration"):
+        if t in (*PARAMETER_NODES, "declaration", "type_descriptor", "field_declaration"):
             return self._declaration(node)
         if t == "parameter_list" and not self.in_kernel:
             fn = self._enclosing_fn(node)
@@ -419,7 +419,7 @@ class Emitter:
         if node.type == "declaration" and "__shared__" in text and \
                 self._declared(node) & self.ctx.atomic:
             return self._shared_atomic(node)
-        if node.type == "parameter_declaration" and not self.in_kernel and \
+        if node.type in PARAMETER_NODES and not self.in_kernel and \
                 _declares_reference(node) and not _has_space(self.text(node)):
             # helper references are bound to thread-local values (device ones go through
             # temporaries: _ref_temps)
@@ -432,7 +432,7 @@ class Emitter:
             got = self._input_view_declaration(node)
             if got is not None:
                 return got
-        if node.type == "parameter_declaration" and not self.in_kernel:
+        if node.type in PARAMETER_NODES and not self.in_kernel:
             fn = self._enclosing_fn(node) or ""
             if self._param_index(node) in self.ctx.split_params.get(fn, set()):
                 return self._read_write_twins(node, self._declared(node), ", ")
@@ -463,7 +463,7 @@ class Emitter:
             if n.type == "identifier":
                 names.add(self.text(n))
             stack.extend(n.children)
-        if node.type == "parameter_declaration":
+        if node.type in PARAMETER_NODES:
             fn = self._enclosing_fn(node) or ""
             idx = self._param_index(node)
             if idx in self.ctx.tg_params.get(fn, set()):
@@ -653,7 +653,7 @@ class Emitter:
         return self.text(d).split("::")[-1] if d is not None else None
 
     def _param_index(self, node: Node) -> int:
-        params = [c for c in node.parent.named_children if c.type == "parameter_declaration"]
+        params = [c for c in node.parent.named_children if c.type in PARAMETER_NODES]
         return params.index(node) if node in params else -1
 
     def _extern_shared(self, node: Node) -> str:

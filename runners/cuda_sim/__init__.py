@@ -50,7 +50,12 @@ def parameter_names(code: str, kernel: str) -> list[str]:
     parts = srcrewrite.function_params(srcrewrite.tokenize(code), base, "__global__")
     if parts is None:
         return []
-    return [next((x.text for x in reversed(p) if x.kind == "identifier"), "") for p in parts]
+    def name(param: list) -> str:  # `const uint3 off = make_uint3(0, 0, 0)`: off
+        ends = [i for i, x in enumerate(param) if x.text == "="]
+        declared = param[:ends[0]] if ends else param
+        return next((x.text for x in reversed(declared) if x.kind == "identifier"), "")
+
+    return [name(p) for p in parts]
 
 
 @dataclass(frozen=True)

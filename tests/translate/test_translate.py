@@ -270,3 +270,21 @@ __global__ void k(const T* x, T* y) { int i = threadIdx.x; if (B) y[i] = x[i] * 
         "N"] == "Traits<64, 4, float>"
     with pytest.raises(TranslateError, match=r"4 template arguments given for 3 parameters"):
         translate_kernel(src, "k<4, float, false, 1>")
+
+
+def test_a_parameter_with_a_default_value_is_still_a_parameter():
+    """Issue 15: `const int off = 0` vanished from the port's inputs (and a default such as
+    `= make_uint3(0, 0, 0)` was read as the parameter's name)."""
+    src = """__global__ void pad(const float * x, float * y, const int n, const int off = 0) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i] + off;
+}"""
+    x = rng(64)
+    tr, want, got = run_both(src, "pad", {"x": x, "n": np.int32(64), "off": np.int32(3)},
+                             {"y": np.zeros(64, np.float32)}, ["2"], [32])
+    assert tr.inputs == ["x", "n", "off"]
+    np.testing.assert_array_equal(got["y"], want["y"])
+    from runners.cuda_sim import parameter_names
+
+    assert parameter_names(src.replace("const int off = 0", "uint3 off = make_uint3(0, 0, 0)"),
+                           "pad") == ["x", "y", "n", "off"]
