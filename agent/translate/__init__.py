@@ -166,8 +166,11 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
     body = "".join(parts)
     header_parts = [HELPERS[h] for h in sorted(ctx.helpers)] + header_parts
     rules = {r.id: r for r in load_rules()}
+    # MLX pastes the header verbatim before `template <...>` / `[[kernel]]`: without a final
+    # newline a last `#define` would swallow the signature's first line
+    header = "".join(f"{p}\n" for p in header_parts if p)
     tr = Translation(
-        kernel=info.name, body=_dedent(body), header="\n".join(p for p in header_parts if p),
+        kernel=info.name, body=_dedent(body), header=header,
         inputs=info.inputs, outputs=info.outputs, roles=info.roles, dtypes=info.dtypes,
         template=dict(info.template),
         grid=[f"({g}) * ({b})" for g, b in zip(_dims(grid), _dims(block), strict=True)]

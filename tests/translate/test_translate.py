@@ -288,3 +288,19 @@ def test_a_parameter_with_a_default_value_is_still_a_parameter():
 
     assert parameter_names(src.replace("const int off = 0", "uint3 off = make_uint3(0, 0, 0)"),
                            "pad") == ["x", "y", "n", "off"]
+
+
+def test_a_header_ending_in_a_define_does_not_swallow_mlxs_template_line():
+    """Issue 15: MLX pastes the header verbatim before `template <...>`; a header without a
+    final newline glued its last `#define` onto that line."""
+    src = """#define SCALE 2.0f
+template <int N>
+__global__ void k(const float* x, float* y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N) y[i] = SCALE * x[i];
+}"""
+    x = rng(64)
+    tr, want, got = run_both(src, "k<64>", {"x": x}, {"y": np.zeros(64, np.float32)},
+                             ["2"], [32])
+    assert tr.header.endswith("#define SCALE 2.0f\n")
+    np.testing.assert_array_equal(got["y"], want["y"])
