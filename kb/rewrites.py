@@ -45,21 +45,24 @@ class RewriteTable:
     tokens: dict[str, Rewrite]
     same: dict[str, Rewrite]
     atomics: dict[str, Rewrite]
+    scoped: dict[str, Rewrite]  # `std::numeric_limits` -> the namespace it lives in in Metal
 
     def call_names(self) -> set[str]:
         return {n for n, _ in self.calls}
 
     def constructs(self) -> set[str]:
         """Every spelling the table knows: what coverage counts."""
-        return self.call_names() | set(self.idents) | set(self.tokens) | set(self.same)
+        return (self.call_names() | set(self.idents) | set(self.tokens) | set(self.same)
+                | set(self.scoped))
 
     def compound_atomics(self) -> dict[str, str]:
         """Compound assignment on an atomic variable -> the Metal function it becomes."""
         return {rw.compound: rw.to for rw in self.atomics.values() if rw.compound}
 
 
-Kind = Literal["call", "ident", "token", "same", "atomic"]
-_TABLES = {"ident": "idents", "token": "tokens", "same": "same", "atomic": "atomics"}
+Kind = Literal["call", "ident", "token", "same", "atomic", "scoped"]
+_TABLES = {"ident": "idents", "token": "tokens", "same": "same", "atomic": "atomics",
+           "scoped": "scoped"}
 
 
 @functools.cache
@@ -70,8 +73,8 @@ def load_rewrites(path: Path = REWRITES_FILE) -> RewriteTable:
     except (OSError, tomllib.TOMLDecodeError) as err:
         raise RewriteError(f"{path}: {err}") from None
     known = {r.id for r in load_rules()}
-    table = RewriteTable({}, {}, {}, {}, {})
-    for kind in ("call", "ident", "token", "same", "atomic"):
+    table = RewriteTable({}, {}, {}, {}, {}, {})
+    for kind in ("call", "ident", "token", "same", "atomic", "scoped"):
         for i, raw in enumerate(data.get(kind, [])):
             try:
                 rw = Rewrite(**raw)
@@ -81,6 +84,8 @@ def load_rewrites(path: Path = REWRITES_FILE) -> RewriteTable:
                                    f"`{'.'.join(map(str, e['loc']))}`: {e['msg']}") from None
             if rw.rule not in known:
                 raise RewriteError(f"{path}: [[{kind}]] #{i + 1}: no concept rule {rw.rule!r}")
+            if kind == "scoped" and not all(n.count("::") == 1 for n in rw.name):
+                raise RewriteError(f"{path}: [[scoped]] #{i + 1}: each name is NAMESPACE::MEMBER")
             if kind == "call" and not rw.args:
                 raise RewriteError(f"{path}: [[call]] #{i + 1} ({rw.name[0]}): key `args` "
                                    "missing")

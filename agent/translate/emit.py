@@ -120,6 +120,8 @@ class Emitter:
             return self._macro_text(node)
         if t in ctx.macros:  # the user's `#define WARP_SIZE 32` is theirs, not warpSize
             return t
+        if node.type == "namespace_identifier" and node.next_named_sibling is not None:
+            return self._scope(node, t)
         for table in (ctx.table.idents, ctx.table.tokens):
             if t in table:
                 self._mapped(t, table[t].rule)
@@ -130,6 +132,20 @@ class Emitter:
         if t in ctx.constructs and (node.type == t or node.type in _NAMES):
             return self._todo(t, ctx.constructs[t], node)
         return t
+
+    def _scope(self, node: Node, scope: str) -> str:
+        """The namespace of ``scope::member``: where MSL keeps the member under another
+        namespace (`std::numeric_limits` is `metal::numeric_limits`), that one; another std
+        member is a TODO (MSL has no std); a user's own namespace stays."""
+        member = re.split(r"[<:\s]", self.text(node.next_named_sibling), maxsplit=1)[0]
+        rewrite = self.ctx.table.scoped.get(f"{scope}::{member}")
+        if rewrite is not None:
+            self._mapped(f"{scope}::{member}", rewrite.rule)
+            return rewrite.to
+        if scope == "std":
+            return self._todo(f"std::{member}", "types.std_library", node,
+                              f"MSL has no std::{member}")
+        return scope
 
     def _macro_text(self, node: Node) -> str:
         """A macro's replacement text (a raw token run to tree-sitter), name by name: what the

@@ -10,7 +10,7 @@ def test_every_rewrite_names_an_existing_rule_and_calls_fill_their_arguments():
     table = load_rewrites()
     rules = {r.id for r in load_rules()}
     entries = [*table.calls.values(), *table.idents.values(), *table.tokens.values(),
-               *table.same.values(), *table.atomics.values()]
+               *table.same.values(), *table.atomics.values(), *table.scoped.values()]
     assert len(entries) > 150 and {e.rule for e in entries} <= rules
     for (_name, n), rw in table.calls.items():
         rw.to.format(*[f"a{i}" for i in range(n)])  # no placeholder beyond the arguments
@@ -20,6 +20,8 @@ def test_every_rewrite_names_an_existing_rule_and_calls_fill_their_arguments():
     ('[[call]]\nrule = "warp.shfl_down"\nname = "f"\nto = "g({0})"\n', "key `args` missing"),
     ('[[ident]]\nrule = "no.such_rule"\nname = "f"\nto = "g"\n', "no concept rule 'no.such_rule'"),
     ('[[token]]\nrule = "memory.restrict"\nto = ""\n', "[[token]] #1 key `name`"),
+    ('[[scoped]]\nrule = "types.std_library"\nname = "min"\nto = "metal"\n',
+     "[[scoped]] #1: each name is NAMESPACE::MEMBER"),
 ])
 def test_bad_entries_name_the_entry(tmp_path, text, message):
     f = tmp_path / "rewrites.toml"
@@ -57,3 +59,28 @@ def test_each_atomic_spelling_translates_as_its_entry_says(name):
                "__syncthreads(); out[0] = total; }\n")
         tr = translate_kernel(src, "k", grid=[1], block=[32])
         assert f"{rw.to}(&total, 3, memory_order_relaxed)" in tr.body, tr.body
+
+
+SCOPED = sorted(load_rewrites().scoped)
+
+
+@pytest.mark.parametrize("name", SCOPED)
+def test_each_scoped_spelling_translates_as_its_entry_says(name):
+    """Golden test of each [[scoped]] entry: `std::member` becomes `metal::member` (MSL has no
+    std), mapped and counted; a std member with no entry is a counted TODO instead."""
+    from agent.translate import translate_kernel
+
+    rw = load_rewrites().scoped[name]
+    member = name.split("::")[1]
+    src = f"__global__ void k(int* out) {{ using K = {name}<int>; out[0] = 1; }}\n"
+    tr = translate_kernel(src, "k", grid=[1], block=[1])
+    assert f"using K = {rw.to}::{member}<int>;" in tr.body and not tr.todos, tr.body
+    assert tr.mapped[name] == 1
+
+
+def test_a_std_member_without_an_entry_is_a_todo():
+    from agent.translate import translate_kernel
+
+    src = "__global__ void k(int* out) { std::vector<int> v; out[0] = 1; }\n"
+    tr = translate_kernel(src, "k", grid=[1], block=[1])
+    assert [(t.rule, t.construct) for t in tr.todos] == [("types.std_library", "std::vector")]
