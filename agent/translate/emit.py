@@ -17,12 +17,12 @@ from tree_sitter import Node
 
 from agent.translate.analyze import PARAMETER_NODES, root_name
 from kb.rewrites import Rewrite, RewriteTable
+from runners.metal_sim import codegen
 
-# Metal attribute names the rewrites produce, with their MLX types: MLX declares them only for
-# the kernel body, so header functions that use them get them as extra parameters.
-ATTRIBUTES = {"thread_position_in_threadgroup": "uint3", "threadgroup_position_in_grid": "uint3",
-              "threads_per_threadgroup": "uint3", "threadgroups_per_grid": "uint3",
-              "thread_position_in_grid": "uint3", "thread_index_in_simdgroup": "uint"}
+# Metal attribute names with their MLX types (MLX's own table, as metal_sim models it): MLX
+# declares them only for the kernel body, so header functions that use them get them as extra
+# parameters.
+ATTRIBUTES = dict(codegen.ATTRIBUTES)
 RELAXED = "memory_order_relaxed"
 
 # Header helpers some mappings need. CUDA's atomicCAS is strong; Metal has only the weak form,
