@@ -17,12 +17,12 @@ from tree_sitter import Node
 
 from agent.translate.analyze import PARAMETER_NODES, root_name
 from kb.rewrites import Rewrite, RewriteTable
-from runners.metal_sim import codegen
+from runners.metal_sim.codegen import ATTRIBUTES as MLX_ATTRIBUTES
 
 # Metal attribute names with their MLX types (MLX's own table, as metal_sim models it): MLX
 # declares them only for the kernel body, so header functions that use them get them as extra
 # parameters.
-ATTRIBUTES = dict(codegen.ATTRIBUTES)
+ATTRIBUTES = dict(MLX_ATTRIBUTES)
 RELAXED = "memory_order_relaxed"
 
 # Header helpers some mappings need. CUDA's atomicCAS is strong; Metal has only the weak form,
