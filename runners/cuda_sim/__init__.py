@@ -94,6 +94,23 @@ def check_supported(code: str, filename: str = "kernel.cu") -> None:
         raise srcrewrite.SourceError(str(found[0]))
 
 
+def _wait_on_include(found: Unsupported, includers: dict[str, tuple[str, int]],
+                     pending: conditionals.Pending) -> bool:
+    """Whether ``found``, outside every group of its own file, sits in a header included from
+    inside an ``#if`` group (llama.cpp includes vendors/hip.h under `#if defined(GGML_USE_HIP)`):
+    then it waits, in ``pending``, on the innermost such group up the chain of includes."""
+    file, seen = found.file, set()
+    while file in includers and file not in seen:
+        seen.add(file)
+        parent, line = includers[file]
+        group = conditionals.innermost(pending.groups[parent], line)
+        if group is not None:
+            pending.waiting.setdefault(parent, []).append((found, group.id, False))
+            return True
+        file = parent
+    return False
+
+
 def _vetting(tu: str, pending: conditionals.Pending) -> Vetting:
     """The constructs waiting in ``#if`` groups, decided on ``tu`` (the kernel's TU with the
     groups' markers) as clang preprocesses it: those in groups it reads fail the build, at
@@ -132,15 +149,18 @@ class RawKernel:
     def __init__(self, code: str, name: str, options=(), *, filename: str = "kernel.cu"):
         self.code, self.name, self.options, self.filename = code, name, tuple(options), filename
 
-    def _source(self, edit=None, texts: dict[str, str] | None = None) -> str:
+    def _source(self, edit=None, texts: dict[str, str] | None = None,
+                includers: dict[str, tuple[str, int]] | None = None) -> str:
         """The code with the local headers it includes inlined (``edit(name, text)`` applied
-        to each file first; ``texts`` collects each file as written)."""
+        to each file first; ``texts`` collects each file as written, ``includers`` the file
+        and line that first include each header)."""
         edit = edit or (lambda name, text: text)
         if texts is not None:
             texts[self.filename] = self.code
         code = edit(self.filename, self.code)
         for folder in include_dirs(self.options):
-            code = _inline_includes(code, Path(folder), self.filename, edit=edit, texts=texts)
+            code = _inline_includes(code, Path(folder), self.filename, edit=edit, texts=texts,
+                                    includers=includers)
         return code
 
     def _prepared(self) -> tuple[str, Vetting | None]:
@@ -150,8 +170,10 @@ class RawKernel:
         code for another platform (HIP's inline asm in llama.cpp's common.cuh) does not refuse
         a kernel. The clearest error there is, so it comes first."""
         texts: dict[str, str] = {}
-        code = self._source(texts=texts)
+        includers: dict[str, tuple[str, int]] = {}
+        code = self._source(texts=texts, includers=includers)
         now, pending = conditionals.split(unsupported_constructs(texts), texts)
+        now = [u for u in now if not _wait_on_include(u, includers, pending)]
         if now:
             raise srcrewrite.SourceError(str(now[0]))
         if not pending:
@@ -287,14 +309,16 @@ _LINE = re.compile(r"^#line (\d+)$")  # what conditionals.marked adds: a number,
 
 
 def _inline_includes(code: str, folder: Path, filename: str, *, edit=None,
-                     texts: dict[str, str] | None = None, seen: frozenset = frozenset(),
-                     root: Path | None = None) -> str:
+                     texts: dict[str, str] | None = None,
+                     includers: dict[str, tuple[str, int]] | None = None,
+                     seen: frozenset = frozenset(), root: Path | None = None) -> str:
     """Resolve ``#include "x"`` against an ``-I`` folder (so the build cache sees the content),
     with #line directives that keep diagnostics in the right file and line. Only files inside
     that folder are read, never an absolute path, a ``..`` or a link that leads out of it: the
     source is outside code, and whatever is inlined reaches the compiler's messages.
     ``edit(name, text)`` changes each included file first (a bare ``#line N`` it adds renumbers,
-    as the compiler would); ``texts`` collects each file as written."""
+    as the compiler would); ``texts`` collects each file as written, ``includers`` where each
+    was first included (file, line)."""
     root = root or folder.resolve()
     edit = edit or (lambda name, text: text)
     out, number = [], 0
@@ -310,8 +334,10 @@ def _inline_includes(code: str, folder: Path, filename: str, *, edit=None,
         text = path.read_text(errors="replace")
         if texts is not None:
             texts.setdefault(m[1], text)
+        if includers is not None:
+            includers.setdefault(m[1], (filename, number))
         body = _inline_includes(edit(m[1], text), path.parent, m[1], edit=edit, texts=texts,
-                                seen=seen | {path}, root=root)
+                                includers=includers, seen=seen | {path}, root=root)
         out.append(f'#line 1 "{m[1]}"\n{body}\n#line {number + 1} "{filename}"')
     return "\n".join(out)
 

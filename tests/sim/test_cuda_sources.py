@@ -54,3 +54,18 @@ def test_asm_outside_any_branch_is_refused_at_once_in_its_own_file(tmp_path):
         "#else\n    return v + v;\n#endif\n", "")
     with pytest.raises(SourceError, match=r"^helpers\.cuh:3: inline PTX assembly"):
         _launch(tmp_path, helpers)
+
+
+def test_a_header_included_only_for_another_platform_is_not_refused(tmp_path):
+    """llama.cpp's common.cuh includes vendors/hip.h (CUDA calls HIP lacks, inline asm) only
+    under `#if defined(GGML_USE_HIP)`: what that header holds waits on the include's group."""
+    (tmp_path / "hip.h").write_text('#pragma once\nstatic __device__ int lane() {\n'
+                                    '    int l; asm("v_mbcnt %0" : "=v"(l)); return l;\n}\n')
+    guarded = HELPERS.replace("#pragma once\n", '#pragma once\n#if defined(__HIP_PLATFORM_AMD__)'
+                              '\n#include "hip.h"\n#endif\n')
+    run, y = _launch(tmp_path, guarded)
+    assert run.ok, run.diagnostics
+    assert y.tolist() == [2.0 * i for i in range(8)]
+    run, _ = _launch(tmp_path, guarded.replace("#if defined(__HIP_PLATFORM_AMD__)", "#if 1", 1))
+    found = [d for d in run.diagnostics if "inline PTX assembly" in d.message]
+    assert not run.compiled and [(d.file, d.line) for d in found] == [("hip.h", 3)]
