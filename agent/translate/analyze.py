@@ -77,10 +77,9 @@ _COMMENT = re.compile(r"//.*|/\*.*?\*/")
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(\(?)([^\n]*)$", re.M)
 
 
-def defined_macros(src: str) -> dict[str, str]:
-    """Name -> replacement text of every ``#define`` in ``src`` (a function-like macro's text
-    starts with its parameter list)."""
-    return {m[1]: (m[2] + m[3]).strip() for m in _DEFINE.finditer(src)}
+def defined_macros(src: str) -> set[str]:
+    """The name of every ``#define`` in ``src``."""
+    return {m[1] for m in _DEFINE.finditer(src)}
 
 
 def blank_qualifier_macros(src: str) -> str:
@@ -447,7 +446,7 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
     info.atomic_scalars = {s for s in info.atomic_scalars if s in atomic_roots}
     info.callees = [funcs[n][1] for n in order]
     info.local_names = set(funcs)
-    info.macros = set(defined_macros(src))
+    info.macros = defined_macros(src)
     info.attribute_params = _attribute_params(callee_nodes, order, data)
     info.threadgroup_params = _threadgroup_params(body, set(info.shared), data, funcs)
     info.header_nodes = _header_nodes(root, data, kfn, set(order), [funcs[n][0] for n in order])

@@ -86,14 +86,6 @@ def unsupported_constructs(texts: dict[str, str]) -> list[Unsupported]:
     return found
 
 
-def check_supported(code: str, filename: str = "kernel.cu") -> None:
-    """Raise SourceError naming the first construct the simulator cannot model, and its line
-    (``code`` as one file; RawKernel also reads its includes and ``#if`` groups)."""
-    found = unsupported_constructs({filename: code})
-    if found:
-        raise srcrewrite.SourceError(str(found[0]))
-
-
 def _wait_on_include(found: Unsupported, includers: dict[str, tuple[str, int]],
                      pending: conditionals.Pending) -> bool:
     """Whether ``found``, outside every group of its own file, sits in a header included from
