@@ -29,10 +29,10 @@ from corpus.cases import Expr, MetalSpec
 _NEEDED = ("inputs", "outputs", "grid", "threadgroup")
 
 
-def _plain(errors: ValidationError) -> str:
-    """Pydantic's errors as one line each: 'field: message'."""
-    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'candidate'}: {e['msg']}"
-                     for e in errors.errors())
+def field_errors(errors: ValidationError, whole: str = "candidate") -> list[str]:
+    """Pydantic's errors as 'field: message' each (``whole`` names an error of no field)."""
+    return [f"{'.'.join(str(p) for p in e['loc']) or whole}: {e['msg']}"
+            for e in errors.errors()]
 
 
 class Launch(BaseModel):
@@ -63,7 +63,7 @@ class Launch(BaseModel):
         try:
             return Launch.model_validate(fields)
         except ValidationError as err:
-            raise ValueError(f"launch override: {_plain(err)}") from None
+            raise ValueError(f"launch override: {'; '.join(field_errors(err))}") from None
 
     @classmethod
     def from_metal(cls, spec: MetalSpec) -> Launch:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from corpus.candidate import Candidate
+from corpus.candidate import Candidate, field_errors
 from corpus.cases import CaseSpec, MetalSpec
 from corpus.check import Outcome, check_case
 from runners.errors import KportError
@@ -38,14 +38,11 @@ def case_with_port(case: CaseSpec, folder: Path, port: Candidate) -> CaseSpec:
 
 def launch_problem(err: ValidationError) -> str:
     """One line for a launch a case's ``[metal]`` cannot hold, naming each field."""
-    parts = []
-    for e in err.errors():
-        field = ".".join(str(x) for x in e["loc"]) or "launch"
-        if field == "outputs" and e["type"] == "too_short":
-            parts.append("outputs: none (kport found no buffer the kernel writes: name the "
-                         "outputs with role = \"out\" in a case.toml, docs/corpus.md)")
-        else:
-            parts.append(f"{field}: {e['msg']}")
+    parts = field_errors(err, "launch")
+    for i, e in enumerate(err.errors()):
+        if e["loc"] == ("outputs",) and e["type"] == "too_short":
+            parts[i] = ("outputs: none (kport found no buffer the kernel writes: name the "
+                        "outputs with role = \"out\" in a case.toml, docs/corpus.md)")
     return "the port's launch cannot be checked: " + "; ".join(parts)
 
 
