@@ -13,13 +13,14 @@
 #include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <vector>
+#include "array.h"
 
 namespace __kp {
 namespace {
@@ -36,6 +37,12 @@ const long kLandlockCreate = 444, kLandlockAddRule = 445, kLandlockRestrict = 44
 const uint32_t kLandlockVersion = 1u << 0;  // LANDLOCK_CREATE_RULESET_VERSION
 const uint64_t kFsExecute = 1u << 0, kFsReadFile = 1u << 2;
 
+// Why a step failed: "what: strerror(errno)" into problem[kProblemBytes].
+const size_t kProblemBytes = sizeof(Lockdown::problem);
+void failed(char* problem, const char* what) {
+  snprintf(problem, kProblemBytes, "%s: %s", what, strerror(errno));
+}
+
 uint64_t landlock_fs_rights(int abi) {
   uint64_t all = (1u << 13) - 1;  // ABI 1: execute .. make_sym
   if (abi >= 2) all |= 1u << 13;  // refer
@@ -46,10 +53,10 @@ uint64_t landlock_fs_rights(int abi) {
 
 // Only `library` may be opened, for reading and mapping as code; no TCP bind/connect (ABI 4);
 // no signals to or abstract sockets of processes outside this domain (ABI 6).
-int install_landlock(const char* library, std::string* problem) {
+int install_landlock(const char* library, char* problem) {
   int abi = (int)syscall(kLandlockCreate, nullptr, 0, kLandlockVersion);
   if (abi < 1) {
-    *problem = "Landlock is not available in this kernel";
+    snprintf(problem, kProblemBytes, "Landlock is not available in this kernel");
     return 0;
   }
   LandlockRulesetAttr attr = {landlock_fs_rights(abi), 0, 0};
@@ -58,7 +65,7 @@ int install_landlock(const char* library, std::string* problem) {
   if (abi >= 6) attr.scoped = 3, size = sizeof attr;
   int ruleset = (int)syscall(kLandlockCreate, &attr, size, 0);
   if (ruleset < 0) {
-    *problem = std::string("landlock_create_ruleset: ") + strerror(errno);
+    failed(problem, "landlock_create_ruleset");
     return 0;
   }
   int lib = open(library, O_PATH | O_CLOEXEC);
@@ -66,7 +73,7 @@ int install_landlock(const char* library, std::string* problem) {
   bool ok = lib >= 0 && syscall(kLandlockAddRule, ruleset, 1 /* PATH_BENEATH */, &rule, 0) == 0 &&
             prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
             syscall(kLandlockRestrict, ruleset, 0) == 0;
-  if (!ok) *problem = std::string("landlock rules: ") + strerror(errno);
+  if (!ok) failed(problem, "landlock rules");
   if (lib >= 0) close(lib);
   close(ruleset);
   return ok ? abi : 0;
@@ -95,10 +102,10 @@ const long kAllowed[] = {
 };
 
 struct Filter {
-  std::vector<sock_filter> code;
+  Array<sock_filter> code;
 
   void op(uint16_t c, uint32_t k, uint8_t jt = 0, uint8_t jf = 0) {
-    code.push_back(sock_filter{c, jt, jf, k});
+    code.push(sock_filter{c, jt, jf, k});
   }
   void ret(uint32_t action) { op(BPF_RET | BPF_K, action); }
   void load_nr() { op(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)); }
@@ -122,7 +129,7 @@ struct Filter {
   }
 };
 
-std::vector<sock_filter> build_filter(bool loading) {
+Array<sock_filter> build_filter(bool loading) {
   Filter f;
   f.op(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch));
   f.op(BPF_JMP | BPF_JEQ | BPF_K, kArch, 1, 0);
@@ -155,7 +162,8 @@ std::vector<sock_filter> build_filter(bool loading) {
   });
   // signals only to this process (abort() raises one)
   uint32_t self = (uint32_t)getpid();
-  for (long nr : {(long)__NR_kill, (long)__NR_tgkill}) {
+  const long kSignalCalls[] = {__NR_kill, __NR_tgkill};
+  for (long nr : kSignalCalls) {
     f.when(nr, [&] {
       f.load_arg(0);
       f.op(BPF_JMP | BPF_JEQ | BPF_K, self, 0, 1);
@@ -180,14 +188,14 @@ std::vector<sock_filter> build_filter(bool loading) {
   return f.code;
 }
 
-bool install_seccomp(bool loading, std::string* problem) {
-  std::vector<sock_filter> code = build_filter(loading);
+bool install_seccomp(bool loading, char* problem) {
+  Array<sock_filter> code = build_filter(loading);
   sock_fprog prog = {(unsigned short)code.size(), code.data()};
   // (the first stage already set no_new_privs; the filter it installed forbids prctl)
   if ((loading && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ||
       syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, loading ? 0 : SECCOMP_FILTER_FLAG_TSYNC,
               &prog) != 0) {
-    *problem = std::string("seccomp: ") + strerror(errno);
+    failed(problem, "seccomp");
     return false;
   }
   return true;
@@ -197,18 +205,16 @@ bool install_seccomp(bool loading, std::string* problem) {
 
 Lockdown lock_before_load(const char* library) {
   Lockdown out;
-  std::string landlock_problem, seccomp_problem;
-  out.landlock_abi = install_landlock(library, &landlock_problem);
-  out.seccomp = install_seccomp(true, &seccomp_problem);
-  out.problem = landlock_problem + (landlock_problem.empty() || seccomp_problem.empty() ? "" : "; ")
-                + seccomp_problem;
+  char landlock_problem[kProblemBytes] = "", seccomp_problem[kProblemBytes] = "";
+  out.landlock_abi = install_landlock(library, landlock_problem);
+  out.seccomp = install_seccomp(true, seccomp_problem);
+  snprintf(out.problem, sizeof out.problem, "%s%s%s", landlock_problem,
+           *landlock_problem && *seccomp_problem ? "; " : "", seccomp_problem);
   return out;
 }
 
-std::string lock_after_load() {
-  std::string problem;
-  install_seccomp(false, &problem);
-  return problem;
+void lock_after_load(Lockdown* lock) {
+  if (!install_seccomp(false, lock->problem)) lock->seccomp = false;
 }
 
 const char* syscall_name(long nr) {
@@ -256,14 +262,19 @@ const char* syscall_name(long nr) {
 }  // namespace __kp
 
 #else  // no Landlock or seccomp here (macOS, other architectures)
+#include <stdio.h>
 
 namespace __kp {
 Lockdown lock_before_load(const char*) {
   Lockdown out;
-  out.problem = "Landlock and seccomp exist only on Linux (x86_64, aarch64)";
+  snprintf(out.problem, sizeof out.problem,
+           "Landlock and seccomp exist only on Linux (x86_64, aarch64)");
   return out;
 }
-std::string lock_after_load() { return "seccomp exists only on Linux (x86_64, aarch64)"; }
+void lock_after_load(Lockdown* lock) {
+  lock->seccomp = false;
+  snprintf(lock->problem, sizeof lock->problem, "seccomp exists only on Linux (x86_64, aarch64)");
+}
 const char* syscall_name(long) { return ""; }
 }  // namespace __kp
 
