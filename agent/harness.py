@@ -13,11 +13,13 @@ and a fixture in tests/evals.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import random
 import resource
+import select
 import signal
 import subprocess
 import sys
@@ -83,11 +85,16 @@ def _limits(cpu_seconds: int):
 
 
 def run_candidate(case: CaseSpec, body: str, header: str, sizes: dict, inputs: dict,
-                  timeout: float, launch: Launch | None = None
+                  timeout: float, launch: Launch | None = None, child: Child | None = None
                   ) -> tuple[dict | None, dict, dict, str]:
-    """Compile the candidate here (``_build_first``), then run it in a child with ``timeout``
-    seconds for the child's start and the run; (outputs, inputs afterwards, record, problem).
-    ``launch`` (see ``judge``) replaces the case's ``[metal]`` launch."""
+    """Compile the candidate here (``_build_first``), then run it in a harness child with
+    ``timeout`` seconds for the run (and the child's start, when it starts for this run);
+    (outputs, inputs afterwards, record, problem). ``launch`` (see ``judge``) replaces the
+    case's ``[metal]`` launch; ``child`` serves the runs of one judge() call (a child of its
+    own, ended after the run, when it is None)."""
+    if child is None:
+        with Child(timeout) as own:
+            return run_candidate(case, body, header, sizes, inputs, timeout, launch, own)
     with temp_folder("kport-judge-") as tmp:
         work = Path(tmp)
         ported = _ported(case, work, body, header, launch)
@@ -104,7 +111,7 @@ def run_candidate(case: CaseSpec, body: str, header: str, sizes: dict, inputs: d
                "record": str(work / "record.json"),
                "launch": launch.launch().model_dump() if launch else None}
         (work / "req.json").write_text(json.dumps(req))
-        returncode, stderr = _run_child(work, timeout)
+        returncode, stderr = child.run(work / "req.json")
         if returncode is None:
             return None, {}, {}, (f"the run timed out after {timeout:g} s (a hang? the compile, "
                                   "done before, is not counted)")
@@ -156,25 +163,86 @@ def _record(compiled: bool, diagnostics: list[str]) -> dict:
     return {"compiled": compiled, "ok": False, "diagnostics": diagnostics, "findings": []}
 
 
-def _run_child(work: Path, timeout: float) -> tuple[int | None, str]:
-    """Run the harness child on ``work``/req.json; (exit code, or None when ``timeout`` ran
-    out; its stderr). A child that does not end by itself (a timeout; kport interrupted or
-    terminated) is told to stop and, after STOP_GRACE_S, killed; what it left is swept."""
-    env = {**scrubbed_env(), "TMPDIR": str(work)}
-    proc = subprocess.Popen([sys.executable, "-m", "agent.harness_child", str(work / "req.json")],
-                            cwd=work, env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            preexec_fn=_limits(int(timeout) + 5))
-    try:
-        stderr = proc.communicate(timeout=timeout)[1]
-    except subprocess.TimeoutExpired:
-        return None, ""
-    finally:
+class Child:
+    """The harness child (agent/harness_child.py) that serves the runs of one judge() call, in
+    its own session, with a scrubbed environment, soft limits and its own temporary folder.
+    Started by the first run, and again by the run after one that timed out or ended it. A
+    child that does not end by itself (a timeout; kport interrupted or terminated; the
+    judge's end) is told to stop and, after STOP_GRACE_S, killed; what it left is swept."""
+
+    def __init__(self, timeout: float, runs: int = 1):
+        self.timeout, self.runs = timeout, runs
+        self.proc: subprocess.Popen | None = None
+        self.answers = -1  # the read end of the pipe the child says "done" on
+        self.folder = temp_folder("kport-child-")
+
+    def __enter__(self) -> Child:
+        return self
+
+    def __exit__(self, kind, *_) -> None:
+        self._end(stop=kind is not None)  # interrupted mid-run: no waiting for the run
+        self.folder.cleanup()
+
+    def run(self, request: Path) -> tuple[int | None, str]:
+        """Run the request at ``request``: (0 when the child answered, its exit code when it
+        ended instead, None when ``timeout`` ran out first; its stderr when it ended)."""
+        if self.proc is None:
+            self._start()
+        try:
+            self.proc.stdin.write(f"{request}\n".encode())
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # it has ended: the answer pipe says so (end of file) below
+        ready, _, _ = select.select([self.answers], [], [], self.timeout)
+        if not ready:
+            self._end(stop=True)
+            return None, ""
+        if os.read(self.answers, 64):
+            return 0, ""
+        returncode = self.proc.wait()
+        self._end(stop=False)
+        return returncode, self._stderr()
+
+    def _start(self) -> None:
+        read, write = os.pipe()
+        env = {**scrubbed_env(), "TMPDIR": self.folder.name}
+        # each run's CPU time is bounded by its wall-clock budget; these are the child's own
+        cpu = int(self.timeout + 5) * self.runs
+        try:
+            with open(Path(self.folder.name) / "stderr", "ab") as stderr:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "agent.harness_child", str(write)],
+                    cwd=self.folder.name, env=env, stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL, stderr=stderr, pass_fds=(write,),
+                    preexec_fn=_limits(cpu))
+        finally:
+            os.close(write)
+        self.answers = read
+
+    def _stderr(self) -> str:
+        path = Path(self.folder.name) / "stderr"
+        text = path.read_bytes()[-4000:].decode(errors="replace") if path.is_file() else ""
+        path.unlink(missing_ok=True)  # the next child's stderr starts empty
+        return text
+
+    def _end(self, stop: bool) -> None:
+        """End the child: ``stop`` it (SIGTERM, then SIGKILL), or let it read the end of its
+        requests and exit, stopping it only if it does not within STOP_GRACE_S."""
+        proc, self.proc = self.proc, None
+        if self.answers >= 0:
+            os.close(self.answers)
+            self.answers = -1
+        if proc is None:
+            return
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+        if not stop:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(STOP_GRACE_S)
         if proc.poll() is None:
             _stop(proc)
-    if proc.returncode != 0:
-        sweep()  # a child that died leaves its /dev/shm launch folder
-    return proc.returncode, stderr.decode(errors="replace")
+        elif proc.returncode != 0:
+            sweep()  # a child that died leaves its /dev/shm launch folder
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -188,8 +256,6 @@ def _stop(proc: subprocess.Popen) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
         sweep()
 
 
@@ -243,18 +309,25 @@ def judge(case: CaseSpec, body: str, header: str = "", *, seeds: int = 3,
                       isolation=require_isolation().summary(), compiler=compiled_by())
     if verdict.reasons:
         return verdict
-    seen: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     draws = random.SystemRandom()  # nothing the candidate can see or predict
     held_out = case.held_out_sizes(draws)
     planned = [(sizes, 1000 + seed, False) for sizes in case.size_sets()
                for seed in range(max(seeds, 3))]
     if held_out is not None:
         planned.append((held_out, draws.randrange(1 << 30), True))
+    with Child(timeout, runs=len(planned) + 1) as child:
+        return _judge_runs(case, body, header, planned, timeout, launch, child, verdict)
+
+
+def _judge_runs(case: CaseSpec, body: str, header: str, planned: list, timeout: float,
+                launch: Launch | None, child: Child, verdict: Verdict) -> Verdict:
+    """judge()'s runs: every (sizes, seed, held out) of ``planned``, then the repeat run."""
+    seen: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for sizes, seed, hidden in planned:
         inputs = make_inputs(case, sizes, seed)
         want = _oracle(case, sizes, inputs)
         got, after, record, problem = run_candidate(case, body, header, sizes, inputs, timeout,
-                                                    launch)
+                                                    launch, child)
         run = {"sizes": sizes, "seed": seed, "ok": False, "why": "", "held_out": hidden}
         verdict.runs.append(run)
         why = problem or _judge_run(case, inputs, want, got, after, record, seen)
@@ -268,7 +341,7 @@ def judge(case: CaseSpec, body: str, header: str = "", *, seeds: int = 3,
     inputs = make_inputs(case, sizes, 1000)
     want = _oracle(case, sizes, inputs)
     again, _, record, problem = run_candidate(case, body, header, sizes, inputs, timeout,
-                                              launch)
+                                              launch, child)
     first = verdict.runs[0]
     if problem or again is None:
         verdict.reasons.append(f"repeat run failed: {problem or record.get('diagnostics')}")

@@ -5,12 +5,18 @@ directory; whatever it prints is never read as a verdict. The parent compiled th
 before (agent/harness.py _build_first), so its build here is found in the cache; the record
 says so (``build_cached``). Told to stop (SIGTERM), it cleans up and exits 143.
 
-    python -m agent.harness_child REQUEST.json
+    python -m agent.harness_child FD
+
+One child serves the runs of one judge() call: it reads a request path per line on stdin and
+writes "done" on file descriptor FD once that run's files are written. That saves a Python
+start and kport's imports (~0.5 s) per run; the parent still gives every run its own budget,
+and starts a new child after one that timed out or died.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -20,15 +26,27 @@ import numpy as np
 def main(argv: list[str]) -> int:
     # lazy: here, a failed import exits 3 below (our bug: the parent raises it), not 1
     # (which the parent reads as the candidate's process dying)
+    from runners.lifetime import raise_on_termination
+
+    raise_on_termination()  # the parent's SIGTERM: jails killed, scratch removed, then exit
+    answers = int(argv[0])
+    for line in sys.stdin:
+        run_request(Path(line.strip()))
+        os.write(answers, b"done\n")
+    return 0
+
+
+def run_request(path: Path) -> None:
+    """One run: the request at ``path`` (see agent/harness.py run_candidate), its outputs,
+    inputs afterwards and record written where it says."""
+    # lazy: as in main
     from corpus.candidate import Launch
     from corpus.cases import load_case
     from corpus.check import run_metal
     from corpus.port_check import case_with_port
     from runners.errors import KportError
-    from runners.lifetime import raise_on_termination
 
-    raise_on_termination()  # the parent's SIGTERM: jails killed, scratch removed, then exit
-    req = json.loads(Path(argv[0]).read_text())
+    req = json.loads(path.read_text())
     case = load_case(Path(req["case"]))
     work = Path(req["work"])
     # the launch: the request's override (a translation's own), else the case's [metal]
@@ -47,7 +65,7 @@ def main(argv: list[str]) -> int:
         Path(req["record"]).write_text(json.dumps({"compiled": False, "ok": False,
                                                    "diagnostics": [str(err)[:2000]],
                                                    "findings": []}))
-        return 0
+        return
     np.savez(req["outputs"], **{k: np.asarray(v) for k, v in outs.items()})
     np.savez(req["after"], **{k: v for k, v in inputs.items() if isinstance(v, np.ndarray)})
     Path(req["record"]).write_text(json.dumps({
@@ -55,7 +73,6 @@ def main(argv: list[str]) -> int:
         "diagnostics": [str(d) for d in record.diagnostics][:20],
         "findings": [str(f) for f in record.findings][:20],
         "build_cached": bool(getattr(record.build, "cached", False))}))
-    return 0
 
 
 if __name__ == "__main__":
