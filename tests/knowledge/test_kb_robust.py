@@ -18,6 +18,13 @@ N_FILES, PER_FILE = 40, 10
 READ_WHILE_FILES = 16  # an add long enough for readers to run during it, short for CI
 
 
+@pytest.fixture(autouse=True)
+def cold_embed_cache(tmp_path, monkeypatch):
+    """Each test embeds its texts itself (the run's shared cache would make the writes these
+    tests race and kill too quick to catch), its kb commands included."""
+    monkeypatch.setenv("KPORT_EMBED_CACHE", str(tmp_path / "embed"))
+
+
 def _generated_tree(root: Path, n_files: int = N_FILES) -> Path:
     ops = ["+", "-", "*"]
     for f in range(n_files):
