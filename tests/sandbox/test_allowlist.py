@@ -26,9 +26,11 @@ TRICKY = {
 
 def _clang_raw_tokens(path: Path) -> list[tuple[str, str, int, bool]]:
     compiler = find_compiler()
-    out = subprocess.run([*compiler.command, "-std=c++20", "-fsyntax-only", "-Xclang",
-                          "-dump-raw-tokens", str(path)], capture_output=True, text=True,
-                         timeout=120).stderr
+    # -c, not -fsyntax-only: for that zig's driver first builds its libc (20 s and more on a
+    # cold cache); the dump replaces the compile, so no object is written either way
+    out = subprocess.run([*compiler.command, "-std=c++20", "-c", "-o", str(path) + ".o",
+                          "-Xclang", "-dump-raw-tokens", str(path)], capture_output=True,
+                         text=True, timeout=120).stderr
     toks, carried = [], False
     for m in re.finditer(r"^(\w+) '(.*?)'\t(\s*\[[^\]]*\])*\s*Loc=<[^:>]+:(\d+):\d+>", out,
                          re.M | re.S):
