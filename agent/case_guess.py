@@ -1,28 +1,29 @@
 """A case for a kernel that comes without one (`kport port FILE.cu` with no --case): roles and
 element types from the translator, sizes from --size, and guesses for everything else, each
 guess listed so the report can say what to check. The result is a real case folder (case.toml
-plus the CUDA source), valid for corpus.cases.load_case, whose oracle is the CUDA kernel itself
-run in cuda_sim. The output package holds it as case.guessed.toml (never case.toml, which may be
-the user's); the user corrects it and runs again with --case DIR/case.guessed.toml, which
-load_case_arg reads.
+plus the kernel's device code, ``<stem>.device.cu``: the file read as nvcc reads it in its tree,
+cut to what the kernel needs, agent/cuda_source.py), valid for corpus.cases.load_case, whose
+oracle is the CUDA kernel itself run in cuda_sim. The output package holds it as
+case.guessed.toml (never case.toml, which may be the user's); the user corrects it and runs
+again with --case DIR/case.guessed.toml, which load_case_arg reads.
 """
 
 from __future__ import annotations
 
 import math
-import re
 import shutil
 from pathlib import Path
 
 import tomli_w
 
-from agent.translate import translate_kernel
+from agent.cuda_source import read_cuda, stub_note
+from agent.translate import cuda_closure, translate_kernel
 from agent.translate.analyze import TYPE_DTYPES
 from corpus.cases import CATEGORIES, CaseError, evaluate, load_case
 from kb.features import guess_category
+from runners.cuda_sim.reading import SourceView
 from runners.errors import KportError
 
-_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 GUESSED = "case.guessed.toml"  # the guessed case's name in an output package
 # A package's own files, never part of the case a --case copy is loaded from.
 _PACKAGE_FILES = ("oracle_*.npz", "oracle.json", "kernel.py", "kernel.metal", "test_kernel.py",
@@ -48,15 +49,31 @@ def _dtype(name: str, ctype: str, template: dict | None = None) -> str:
     return dtype
 
 
+def device_code(src_path: Path, kernel: str, include=(), define=()) -> tuple[str, SourceView]:
+    """(the device code ``kernel`` needs of ``src_path`` read in its tree, cuda_closure's,
+    ``#line`` directives naming where each part was written; the file as read)."""
+    view = read_cuda(src_path, include, define)
+    return cuda_closure(view.text, kernel, where=src_path.name, origin=view.origin), view
+
+
 def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, int],
                grid: list | None = None, block: list | None = None,
-               shapes: dict[str, list] | None = None) -> tuple[object, list[str]]:
-    """Write a case for ``kernel`` of ``src_path`` into ``folder`` (its name is the case id);
-    returns (CaseSpec, what was guessed). Raises KportError for a kernel or argument it
-    cannot describe, and CaseError if the result does not validate."""
-    src = src_path.read_text()
+               shapes: dict[str, list] | None = None, include=(), define=()
+               ) -> tuple[object, list[str]]:
+    """Write a case for ``kernel`` of ``src_path`` (read as nvcc reads it with ``include``
+    and ``define``) into ``folder`` (its name is the case id); returns (CaseSpec, what was
+    guessed). Raises KportError for a kernel or argument it cannot describe, and CaseError
+    if the result does not validate."""
+    src, view = device_code(src_path, kernel, include, define)
+    source = f"{src_path.stem}.device.cu"
     tr = translate_kernel(src, kernel, where=str(src_path))
     guessed: list[str] = [f"roles inferred by the translator: {tr.roles}"]
+    headers = sorted(set(view.files) - {src_path.name})
+    guessed.append(f"CUDA source: {source}, the device code {tr.kernel} needs of "
+                   f"{src_path.name}" + (f" and {', '.join(headers)}" if headers else "")
+                   + " (host code left out; #line directives say where each part is from)")
+    if note := stub_note(view):
+        guessed.append(note)
     ints = [n for n, r in tr.roles.items() if r == "scalar"
             and _dtype(n, tr.dtypes.get(n, ""), tr.template).startswith(("int", "uint"))]
     if not sizes:
@@ -96,17 +113,13 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     half = any(a["dtype"] in ("float16", "bfloat16") for a in args)
     category = _category(tr.kernel)
     folder.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(src_path, folder / src_path.name)
-    for inc in _INCLUDE.findall(src):
-        if (src_path.parent / inc).is_file():
-            (folder / inc).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src_path.parent / inc, folder / inc)
+    (folder / source).write_text(src)
     data = {"id": folder.name, "title": f"{tr.kernel} (case guessed by kport port)",
             "category": category,
             "notes": "Guessed by `kport port` without --case: check every shape, scalar value "
                      "and the launch, then run `kport port ... --case " + folder.name + "/"
                      + GUESSED + "`.",
-            "cuda": {"source": src_path.name, "kernel": kernel, "grid": list(grid),
+            "cuda": {"source": source, "kernel": kernel, "grid": list(grid),
                      "block": list(block)},
             "sizes": dict(sizes), "variants": [variant] if variant else [], "args": args,
             "check": {"rtol": 1e-2 if half else 1e-5, "atol": 1e-3 if half else 1e-6,

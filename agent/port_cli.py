@@ -1,7 +1,13 @@
 """`kport port`: port one CUDA kernel end to end and write the output package.
 
-    kport port FILE.cu --kernel NAME [--case CASE_DIR] --out DIR [--offline] [--size n=1024 ...]
-               [--shape x=rows,n ...] [--grid G --block B] [--learn] [--thread ID]
+    kport port FILE.cu --kernel NAME [-I DIR] [-D NAME=V] [--case CASE_DIR] --out DIR
+               [--offline] [--size n=1024 ...] [--shape x=rows,n ...] [--grid G --block B]
+               [--learn] [--thread ID]
+
+FILE is read where it sits, as nvcc reads it (agent/cuda_source.py: its folder and each -I DIR
+for local headers, each -D, the #if groups clang skips left out); the port and its oracle work
+on the device code the kernel needs of it (agent.translate.cuda_closure), every line naming the
+file and line it came from.
 
 The agent (agent/graph.py) drafts, checks against the oracle at every size set and seed,
 repairs and optimises within the budgets; DIR gets kernel.py, kernel.metal, report.md/json,
@@ -21,7 +27,8 @@ from pathlib import Path
 
 import typer
 
-from agent.case_guess import GUESSED, guess_case, load_case_arg, with_sizes
+from agent.case_guess import GUESSED, device_code, guess_case, load_case_arg, with_sizes
+from agent.cuda_source import define_option, include_option
 from agent.llm import connect, redact
 from agent.out_folder import check_out_folder, folder_files, write_folder
 from agent.package import copy_guessed_case, write_package
@@ -30,7 +37,7 @@ from agent.state import Budget, PortContext
 from agent.translate_cli import _dims
 from corpus.cases import CaseError
 from kb.lints import resolve_family
-from kb.rules_match import kernel_tokens
+from runners.cuda_sim.reading import line_origins
 from runners.errors import KportError
 from runners.lifetime import temp_folder
 from runners.limits import seconds_option
@@ -65,10 +72,11 @@ def parse_shapes(items: list[str]) -> dict[str, list]:
 
 
 def _load_inputs(file: Path, kernel: str | None, case_dir: Path | None, sizes, shapes,
-                 grid, block, staging: Path, out_name: str):
-    """(src, kernel, case, guessed, guessed folder) for the CLI's arguments."""
+                 grid, block, staging: Path, out_name: str, include=(), define=()):
+    """(src: the kernel's device code, kernel, case, guessed, guessed folder) for the CLI's
+    arguments."""
     try:
-        src = file.read_text()
+        text = file.read_text()
     except (OSError, UnicodeDecodeError) as err:
         raise KportError(f"{file}: cannot read ({err})") from None
     if case_dir is not None:
@@ -76,23 +84,25 @@ def _load_inputs(file: Path, kernel: str | None, case_dir: Path | None, sizes, s
         if kernel and kernel.split("<")[0] != case.cuda.kernel.split("<")[0]:
             raise KportError(f"--kernel {kernel}: the case ports {case.cuda.kernel!r}")
         cuda = case.folder / case.cuda.source
-        if cuda.resolve() != file.resolve() and cuda.read_text() != src:
-            raise KportError(f"{file} is not the case's CUDA source {cuda}; pass that file")
-        kernel_tokens(src, case.cuda.kernel, str(file))  # the kernel is there
+        src, _ = device_code(file, case.cuda.kernel, include, define)
+        # the case's source is FILE, or (a guessed case) the device code read from it
+        if cuda.resolve() != file.resolve() and cuda.read_text() not in (text, src):
+            raise KportError(f"{file} is not the case's CUDA source {cuda} (nor the device "
+                             "code of it a guessed case holds); pass that file, with the -I "
+                             "and -D it was guessed with")
         return src, case.cuda.kernel, with_sizes(case, sizes), [], None
     if not kernel:
         raise KportError(f"{file}: say which kernel with --kernel NAME (or give --case)")
-    kernel_tokens(src, kernel, str(file))
     folder = staging / out_name  # the case id must be the name of the folder it ends up in
     try:
         case, guessed = guess_case(file, kernel, folder, sizes=sizes, grid=grid, block=block,
-                                   shapes=shapes)
+                                   shapes=shapes, include=include, define=define)
     except CaseError as err:  # it names a scratch file the user never sees: say what to change
         why = str(err).removeprefix(f"{folder / 'case.toml'}: ")
         raise KportError(f"{file}: the case guessed for {kernel} does not hold: {why}; pass "
                          "other --size/--shape/--grid/--block, or write a case.toml "
                          "(docs/corpus.md) and pass --case") from None
-    return src, kernel, case, guessed, folder
+    return (folder / case.cuda.source).read_text(), kernel, case, guessed, folder
 
 
 def case_files_in(case_arg: Path | None, out: Path) -> list[str]:
@@ -119,6 +129,7 @@ def port(file: Path = typer.Argument(..., help="the CUDA source (.cu / .cuh)"),
          shape: list[str] = typer.Option([], help="NAME=DIM,DIM (no --case only); repeat"),
          grid: str = typer.Option(None, help="CUDA grid in blocks (no --case only)"),
          block: str = typer.Option(None, help="CUDA block in threads (no --case only)"),
+         include: list[Path] = include_option(), define: list[str] = define_option(),
          learn: bool = typer.Option(False, help="add an accepted port to the KB"),
          thread: str = typer.Option(None, help="checkpoint thread id: resumes it if it exists"),
          iterations: int = typer.Option(6, min=1, help="candidates checked, at most"),
@@ -147,8 +158,9 @@ def port(file: Path = typer.Argument(..., help="the CUDA source (.cu / .cuh)"),
     with temp_folder("kport-port-") as tmp:
         src, kname, spec, guessed, guessed_dir = _load_inputs(
             file, kernel, case, sizes, shapes, _dims(grid), _dims(block), Path(tmp),
-            out.resolve().name)
-        ctx = PortContext(case=spec, src=src, kernel=kname, where=str(file), llm=llm,
+            out.resolve().name, include, define)
+        ctx = PortContext(case=spec, src=src, kernel=kname, where=str(file),
+                          origin=line_origins(src, file.name), llm=llm,
                           budget=budget, chip=chip, seeds=seeds, use_kb=not no_kb,
                           deadline=time.monotonic() + wall)
         result = run_port(ctx, settings, thread or new_thread_id(kname))

@@ -68,7 +68,8 @@ def _knowledge(state: dict, limit_rules: int = 12) -> str:
 def draft_prompt(state: dict, src: str, sizes: dict) -> str:
     """The first request: correct and complete the translator's draft."""
     tr = state["translation"]
-    todos = "\n".join(f"- line {t['line']}: {t['construct']} ({t['rule']}) -> {t['metal']}"
+    todos = "\n".join(f"- {t.get('file') or 'line'}:{t['line']}: {t['construct']} "
+                      f"({t['rule']}) -> {t['metal']}"
                       for t in tr.get("todos", [])) or "- none"
     return (f"CUDA source (kernel `{state['kernel']}`):\n```cuda\n{src}\n```\n"
             f"Size names and default values: {json.dumps(sizes)}\n\n"

@@ -123,8 +123,8 @@ def report_markdown(rep: dict) -> str:
     out += ["", "## Constructs and rules", "",
             f"Translator coverage: {cov:.0%}" if isinstance(cov, float) else "",
             f"- mapped: {c['mapped']}", f"- rules used: {', '.join(rep['rules_used'])}"]
-    out += [f"- TODO line {t['line']}: {t['construct']} ({t['rule']}) -> {t['metal']}"
-            for t in c["todos"]]
+    out += [f"- TODO {t.get('file') or 'line'}:{t['line']}: {t['construct']} ({t['rule']}) "
+            f"-> {t['metal']}" for t in c["todos"]]
     out += ["", "## Knowledge base", "", rep["kb"]]
     out += [f"- analogue: {a['title']}" for a in rep["analogues"]]
     out += ["", "## Attempts", ""]

@@ -39,6 +39,7 @@ class PortContext:
     src: str
     kernel: str
     where: str = "<source>"
+    origin: list[tuple[str, int]] | None = None  # file and line of each line of src
     llm: Any = None
     budget: Budget = Budget()
     chip: str = "M1"

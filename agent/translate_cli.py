@@ -1,10 +1,14 @@
 """`kport translate`: the offline translator's draft of one CUDA kernel, with its coverage.
 
-    kport translate FILE.cu --kernel NAME [--case CASE] [--grid G] [--block B] [--json]
+    kport translate FILE.cu --kernel NAME [-I DIR] [-D NAME=V] [--case CASE] [--grid G]
+                    [--block B] [--json]
 
-Prints the Metal draft (header + metal_kernel body), the MLX call (inputs, outputs, grid in
-threads, threadgroup, template arguments) and the coverage: every CUDA construct the rules know,
-mapped or left as a KPORT-TODO with its rule and line. With --case (a case folder, its
+FILE is read as nvcc reads it in its tree (agent/cuda_source.py): its folder and each -I DIR
+searched for local headers, each -D defined, the #if groups clang skips left out; every
+TODO names the file and line it was written at. Prints the Metal draft (header +
+metal_kernel body), the MLX call (inputs, outputs, grid in threads, threadgroup, template
+arguments) and the coverage: every CUDA construct the rules know, mapped or left as a
+KPORT-TODO with its rule, file and line. With --case (a case folder, its
 case.toml, or a port package's case.guessed.toml) the roles and launch come from the case;
 otherwise roles are inferred (const pointer: in; written: out or inout) and the launch is the
 --grid/--block you give (blocks and threads per block, as in CUDA).
@@ -19,6 +23,7 @@ from pathlib import Path
 import typer
 
 from agent.case_guess import load_case_arg
+from agent.cuda_source import define_option, include_option, read_cuda, stub_note
 from agent.translate import translate_kernel
 from corpus.candidate import Candidate
 from runners.errors import KportError
@@ -51,8 +56,8 @@ def translation_json(tr) -> dict:
     return {"kernel": tr.kernel, **port, "roles": tr.roles,
             "coverage": round(tr.coverage, 4), "mapped": dict(tr.mapped),
             "unmapped": dict(tr.unmapped), "rules_used": tr.rules_used,
-            "todos": [{"rule": t.rule, "construct": t.construct, "line": t.line,
-                       "metal": t.metal} for t in tr.todos],
+            "todos": [{"rule": t.rule, "construct": t.construct, "file": t.file,
+                       "line": t.line, "metal": t.metal} for t in tr.todos],
             "notes": tr.notes, "guessed": tr.guessed}
 
 
@@ -65,6 +70,7 @@ def translate(file: Path = typer.Argument(..., help="the CUDA source (.cu / .cuh
               grid: str = typer.Option(None, help="CUDA grid in blocks: 'ceil_div(n,256)' or "
                                        "'rows,1,1'"),
               block: str = typer.Option(None, help="CUDA block in threads: '256'"),
+              include: list[Path] = include_option(), define: list[str] = define_option(),
               as_json: bool = typer.Option(False, "--json", help="print JSON")):
     """Translate one kernel offline and show what was mapped and what is left to do."""
     roles = None
@@ -79,12 +85,11 @@ def translate(file: Path = typer.Argument(..., help="the CUDA source (.cu / .cuh
         grid_v, block_v = _dims(grid), _dims(block)
     if not kernel:
         raise KportError(f"{file}: say which kernel with --kernel NAME (or give --case)")
-    try:
-        src = file.read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        raise KportError(f"{file}: cannot read ({err})") from None
-    tr = translate_kernel(src, kernel, roles=roles, grid=grid_v, block=block_v,
-                          shared_mem=shared_mem, where=str(file))
+    view = read_cuda(file, include, define)
+    tr = translate_kernel(view.text, kernel, roles=roles, grid=grid_v, block=block_v,
+                          shared_mem=shared_mem, where=str(file), origin=view.origin)
+    if note := stub_note(view):
+        tr.notes.append(note)
     if as_json:
         print(json.dumps(translation_json(tr), indent=1))
         return
@@ -105,7 +110,7 @@ def translate(file: Path = typer.Argument(..., help="the CUDA source (.cu / .cuh
     print(f"// coverage: {sum(tr.mapped.values())} of {total} construct occurrences mapped "
           f"({tr.coverage:.0%}); {len(tr.todos)} KPORT-TODO")
     for t in tr.todos:
-        print(f"//   TODO line {t.line}: {t.construct} ({t.rule}) -> {t.metal}")
+        print(f"//   TODO {t.file or file.name}:{t.line}: {t.construct} ({t.rule}) -> {t.metal}")
 
 
 def main(argv: list[str]) -> int:

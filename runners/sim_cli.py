@@ -29,7 +29,8 @@ import numpy as np
 import typer
 
 from runners import limits
-from runners.cuda_sim import RawKernel, macro_definitions
+from runners.cuda_sim import RawKernel
+from runners.cuda_sim.reading import nvcc_options
 from runners.dtypes import DTYPES
 from runners.errors import KportError
 from runners.metal_sim import MetalLibrary, metal_kernel
@@ -177,18 +178,11 @@ def _report(findings, diagnostics, outputs: dict, printf: str, as_json: bool, sa
 
 
 def cuda_options(path: Path, include: list[Path], define: list[str]) -> tuple[str, ...]:
-    """The options nvcc would be given: the source's own folder first (where nvcc looks for a
-    quoted include), then each -I folder, then each -D."""
-    for folder in include:
-        if not folder.is_dir():
-            raise SimUsageError(f"-I {folder}: no such folder")
-    options = (f"-I{path.parent}", *(f"-I{folder}" for folder in include),
-               *(f"-D{d}" for d in define))
+    """cuda_sim.nvcc_options, a bad one a usage error."""
     try:
-        macro_definitions(options)
+        return nvcc_options(path, include, define)
     except ValueError as err:
         raise SimUsageError(str(err)) from None
-    return options
 
 
 def run_cuda(path: Path, kernel: str, grid, block, args: list[str], shared_mem: int,

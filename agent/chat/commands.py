@@ -19,6 +19,7 @@ from agent.chat.knowledge import cmd_analogues, cmd_rules, cmd_search
 from agent.chat.state import add_version, candidate_of, load_case_of, split_args, version
 from agent.chat.store import open_sessions, session_dir
 from agent.chat.versions import cmd_apply, cmd_diff, cmd_show
+from agent.cuda_source import read_cuda
 from agent.harness import judge
 from agent.nodes.analyze import translate_for_case
 from agent.nodes.bench import measure
@@ -28,10 +29,12 @@ from agent.out_folder import check_out_folder
 from agent.package import LAYOUT, python_name
 from agent.report import shipped
 from agent.state import Budget, PortContext
+from agent.translate import cuda_closure
 from agent.translate_cli import translation_json
 from corpus.candidate import Candidate
 from corpus.cases import load_case
 from kb.parse import functions
+from runners.cuda_sim.reading import line_origins
 from runners.errors import KportError
 
 
@@ -63,11 +66,8 @@ def cmd_load(state, args, ctx, say) -> dict:
     if not pos or len(pos) > 2:
         raise KportError(f"usage: {usage}")
     file = Path(pos[0]).expanduser().resolve()
-    try:
-        src = file.read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        raise KportError(f"{pos[0]}: cannot read ({err})") from None
-    kernels = [f.name for f in functions(src, "cuda") if f.kind == "kernel"]
+    view = read_cuda(file)  # as nvcc reads it in its folder (agent/cuda_source.py)
+    kernels = [f.name for f in functions(view.text, "cuda") if f.kind == "kernel"]
     if not kernels:
         raise KportError(f"{pos[0]}: no __global__ kernel found in it")
     if len(pos) == 2:
@@ -82,7 +82,8 @@ def cmd_load(state, args, ctx, say) -> dict:
     case, how, guessed = _find_case(file, kernel, opts.get("--case"), ctx.settings,
                                     ctx.session)
     kernel = case.cuda.kernel if case.cuda.kernel.split("<")[0] == kernel else kernel
-    tr = translate_for_case(src, kernel, case, str(file))
+    src = cuda_closure(view.text, kernel, where=file.name, origin=view.origin)
+    tr = translate_for_case(src, kernel, case, str(file), line_origins(src, file.name))
     trj = translation_json(tr)
     rules = rule_records(src, kernel, str(file))
     v1 = {"n": 1, "origin": "translator",
@@ -136,6 +137,7 @@ def cmd_port(state, args, ctx, say) -> dict:
     budget = Budget()
     pctx = PortContext(case=case, src=state["src"], kernel=state["kernel_spec"],
                        where=state["file"],
+                       origin=line_origins(state["src"], Path(state["file"]).name),
                        llm=ctx.llm, budget=budget, chip=ctx.chip, seeds=ctx.seeds,
                        use_kb="--no-kb" not in opts,
                        deadline=time.monotonic() + budget.wall_s)

@@ -22,12 +22,14 @@ def kernel_features(src: str, kernel: str) -> dict:
     return dict(chunk_features(kernel_closure(found, table)))
 
 
-def translate_for_case(src: str, kernel: str, case, where: str):
+def translate_for_case(src: str, kernel: str, case, where: str,
+                       origin: list[tuple[str, int]] | None = None):
     """The offline translator's Translation of ``kernel`` with the case's roles and CUDA
-    launch. Raises TranslateError (a KportError) when the kernel is missing or unparsable."""
+    launch (``origin`` as in translate_kernel). Raises TranslateError (a KportError) when the
+    kernel is missing or unparsable."""
     return translate_kernel(src, kernel, roles={a.name: a.role for a in case.args},
                             grid=case.cuda.grid, block=case.cuda.block,
-                            shared_mem=case.cuda.shared_mem, where=where)
+                            shared_mem=case.cuda.shared_mem, where=where, origin=origin)
 
 
 def analyze(state, runtime) -> dict:
@@ -36,7 +38,7 @@ def analyze(state, runtime) -> dict:
     Raises TranslateError (a KportError) when the kernel is missing or cannot be parsed."""
     ctx = runtime.context
     case = ctx.case
-    tr = translate_for_case(ctx.src, ctx.kernel, case, ctx.where)
+    tr = translate_for_case(ctx.src, ctx.kernel, case, ctx.where, ctx.origin)
     launch = {"cuda_grid": list(case.cuda.grid), "cuda_block": list(case.cuda.block),
               "shared_mem": case.cuda.shared_mem, "mlx_grid": tr.grid,
               "threadgroup": tr.threadgroup, "size_sets": case.size_sets()}

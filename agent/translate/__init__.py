@@ -39,7 +39,8 @@ class Todo:
     rule: str
     construct: str
     line: int
-    metal: str  # what the rule says the Metal form is
+    file: str = ""  # the file of ``line`` when the source was read from a tree (``origin``)
+    metal: str = ""  # what the rule says the Metal form is
 
 
 @dataclass
@@ -113,11 +114,14 @@ def _element(ctype: str, table) -> str:
 def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = None,
                      grid: list | None = None, block: list | None = None,
                      shared_mem: str | int = 0, where: str = "<source>",
-                     strict: bool = True) -> Translation:
+                     strict: bool = True,
+                     origin: list[tuple[str, int]] | None = None) -> Translation:
     """Translate ``kernel`` (a name, optionally with template arguments: ``softmax<256>``) of
     the CUDA source ``src``. ``roles`` (in/out/inout/scalar by parameter) default to what the
     code implies; ``grid``/``block`` are the CUDA launch (expressions over size symbols).
-    ``strict=False`` leaves template parameters without values symbolic (for coverage counts)."""
+    ``strict=False`` leaves template parameters without values symbolic (for coverage counts).
+    ``origin`` (runners.cuda_sim.reading.SourceView's) gives the file and line each line of
+    ``src`` came from: each TODO then names them."""
     info = analyze_kernel(src, kernel, where, roles, strict)
     table = load_rewrites()
     ctx = Context(table=table, constructs=constructs())
@@ -177,8 +181,8 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
         if grid is not None and block is not None else [],
         threadgroup=[str(b) for b in _dims(block)] if block is not None else [],
         atomic_outputs=bool(info.atomic_names & set(info.outputs_cuda)),
-        todos=[Todo(r, c, line, rules[r].metal if r in rules else "") for r, c, line in
-               ctx.todos],
+        todos=[Todo(r, c, *_origin(line, origin), metal=rules[r].metal if r in rules else "")
+               for r, c, line in ctx.todos],
         mapped=ctx.mapped, unmapped=ctx.todo, rules_used=sorted(ctx.rules_used),
         notes=list(info.notes), guessed=list(info.guessed))
     if tr.atomic_outputs:
@@ -188,6 +192,32 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
     if info.extern_shared:
         tr.template["KP_SMEM_BYTES"] = str(shared_mem)
     return tr
+
+
+def cuda_closure(src: str, kernel: str, *, where: str = "<source>",
+                 origin: list[tuple[str, int]] | None = None) -> str:
+    """The CUDA code ``kernel`` needs of ``src``: the file-scope items it uses (macros, types,
+    constants, the device functions it calls, what those use) and the kernel, verbatim and in
+    file order, each after a ``#line`` naming where it was written (``origin`` as in
+    translate_kernel). A self-contained file that compiles as the kernel does in its tree,
+    without the host code around it and the host libraries that code needs. Qualifier-only
+    macros (``GGML_RESTRICT``) are left out, as the translator reads them."""
+    info = analyze_kernel(src, kernel, where, strict=False)
+    parts = []
+    for node in sorted([*info.header_nodes, info.kernel_outer], key=lambda n: n.start_byte):
+        line, file = _origin(node.start_point[0] + 1, origin)
+        text = info.data[node.start_byte:node.end_byte].decode(errors="replace")
+        if node.type in ("struct_specifier", "enum_specifier", "class_specifier"):
+            text += ";"
+        parts.append(f'#line {line} "{file or where}"\n{text}\n')
+    return "".join(parts)
+
+
+def _origin(line: int, origin: list[tuple[str, int]] | None) -> tuple[int, str]:
+    """(line, file) of ``src``'s line ``line`` in the file it came from."""
+    if origin and 1 <= line <= len(origin):
+        return origin[line - 1][1], origin[line - 1][0]
+    return line, ""
 
 
 def _dims(v: list | None) -> list:

@@ -43,6 +43,7 @@ class KernelInfo:
     data: bytes
     name: str
     kernel_node: Node
+    kernel_outer: Node  # the kernel's definition with its `template <...>`, if any
     params: list[Param]
     roles: dict[str, str]
     dtypes: dict[str, str]
@@ -97,6 +98,60 @@ def blank_qualifier_macros(src: str) -> str:
             out.append(line)
         else:
             out.append(uses.sub(lambda m: " " * len(m[0]), line))
+    return "\n".join(out)
+
+
+_FUNCTION_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^)]*)\)"
+                             r"((?:[^\n]*\\\n)*[^\n]*)$", re.M)
+
+
+def _balanced(text: str) -> bool:
+    return all(text.count(a) == text.count(b) for a, b in ("{}", "()", "[]"))
+
+
+def _call_end(line: str, start: int) -> int:
+    """The index after the ``)`` closing the ``(`` at ``start``; -1 when the line ends first."""
+    depth = 0
+    for i in range(start, len(line)):
+        depth += {"(": 1, ")": -1}.get(line[i], 0)
+        if depth == 0:
+            return i + 1
+    return -1
+
+
+def expand_unbalanced_macros(src: str) -> str:
+    """``src`` with each one-line use of a function-like macro whose body opens or closes a
+    brace, bracket or parenthesis it does not close or open (llama.cpp's
+    ``GGML_TABLE_BEGIN(type, name, size)`` ... ``GGML_TABLE_END()`` around its tables)
+    replaced by the body, its parameters substituted: no parser can read such uses as
+    written. Lines are kept; the ``#define`` lines stay; a body with ``#`` or ``##`` is left."""
+    macros = {}
+    for m in _FUNCTION_MACRO.finditer(src):
+        body = " ".join(part.rstrip("\\").strip() for part in m[3].split("\n"))
+        body = _COMMENT.sub(" ", body).strip()
+        if not _balanced(body) and "#" not in body:
+            macros[m[1]] = ([p.strip() for p in m[2].split(",") if p.strip()], body)
+    if not macros:
+        return src
+    use = re.compile(r"\b(" + "|".join(map(re.escape, macros)) + r")\s*\(")
+    out = []
+    for line in src.split("\n"):
+        if not line.lstrip().startswith("#"):
+            pos = 0
+            while m := use.search(line, pos):
+                end = _call_end(line, m.end() - 1)
+                if end < 0:
+                    break
+                params, body = macros[m[1]]
+                args = split_template_args(line[m.end():end - 1]) if params else []
+                if len(args) != len(params):
+                    pos = end
+                    continue
+                for param, arg in zip(params, args, strict=True):
+                    body = re.sub(rf"\b{re.escape(param)}\b", lambda _, a=arg: a, body)
+                line = line[:m.start()] + body + line[end:]
+                pos = m.start() + len(body)
+        out.append(line)
     return "\n".join(out)
 
 
@@ -272,7 +327,7 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
                    strict: bool = True) -> KernelInfo:
     """Everything the emitter needs about ``kernel`` in ``src``; TranslateError when it is not
     there."""
-    data = blank_qualifier_macros(src).encode()
+    data = blank_qualifier_macros(expand_unbalanced_macros(src)).encode()
     root = parse(data, "cuda")
     name, _, rest = kernel.partition("<")
     spec_args = split_template_args(rest.strip()[:-1]) if rest.strip().endswith(">") else []
@@ -307,7 +362,7 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
     callee_nodes = {n: funcs[n] for n in order}
     writes_through = _mutable_params(callee_nodes, data,
                                      ("pointer_declarator", "reference_declarator"))
-    info = KernelInfo(data, name, kfn, params, {}, {}, [], [], [], [], [],
+    info = KernelInfo(data, name, kfn, kouter, params, {}, {}, [], [], [], [], [],
                       _template(kouter, spec_args, data, where, strict))
     written: dict[str, int] = {}
     read: set[str] = set()
@@ -449,7 +504,7 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
     info.macros = defined_macros(src)
     info.attribute_params = _attribute_params(callee_nodes, order, data)
     info.threadgroup_params = _threadgroup_params(body, set(info.shared), data, funcs)
-    info.header_nodes = _header_nodes(root, data, kfn, set(order), [funcs[n][0] for n in order])
+    info.header_nodes = _header_nodes(root, data, kouter, set(order), [funcs[n][1] for n in order])
     return info
 
 
@@ -518,6 +573,8 @@ def _declared_names(n: Node, data: bytes) -> set[str]:
     if n.type in ("preproc_def", "preproc_function_def", "struct_specifier", "class_specifier",
                   "enum_specifier", "alias_declaration", "namespace_alias_definition"):
         name = n.child_by_field_name("name")
+        if name is not None and name.type == "template_type":  # a (partial) specialisation
+            name = name.child_by_field_name("name")
         return {_text(name, data)} if name is not None else set()
     out = set()
     if n.type in ("declaration", "type_definition", "field_declaration"):

@@ -117,7 +117,7 @@ def _vetting(tu: str, pending: conditionals.Pending) -> Vetting:
 CudaRun = SimRecord  # what RawKernel.launch returns
 
 
-_HEAD = "#include <kport/rt.h>\n#include <kport/cuda_runtime.h>\n"
+CUDA_HEAD = "#include <kport/rt.h>\n#include <kport/cuda_runtime.h>\n"  # every CUDA TU's start
 # Unpacks the argument slots into the kernel's own parameter types (deduced from its pointer).
 _INVOKE = """template <class __KpT, __KpT... __KpI> struct __kp_seq {};
 template <class __KpT> struct __kp_noref { using type = __KpT; };
@@ -146,14 +146,8 @@ class RawKernel:
         """The code with the local headers it includes inlined (``edit(name, text)`` applied
         to each file first; ``texts`` collects each file as written, ``includers`` the file
         and line that first include each header)."""
-        edit = edit or (lambda name, text: text)
-        if texts is not None:
-            texts[self.filename] = self.code
-        code = edit(self.filename, self.code)
-        for folder in include_dirs(self.options):
-            code = _inline_includes(code, Path(folder), self.filename, edit=edit, texts=texts,
-                                    includers=includers)
-        return code
+        return inlined_source(self.code, self.filename, self.options, edit=edit, texts=texts,
+                              includers=includers)
 
     def _prepared(self) -> tuple[str, Vetting | None]:
         """(the source to compile, the vetting of the unsupported constructs that wait for the
@@ -178,7 +172,7 @@ class RawKernel:
         code = srcrewrite.rewrite_cuda_vector_casts(code)
         defines = "".join(f"#define {name} {value}\n" for name, value in
                           macro_definitions(self.options))
-        return (f'{_HEAD}{defines}#line 1 "{self.filename}"\n{code}\n'
+        return (f'{CUDA_HEAD}{defines}#line 1 "{self.filename}"\n{code}\n'
                 + kernel_tail("cuda", bool(_SYNC.search(code)), _INVOKE,
                               f"  __kp_invoke(&{self.name}, __kp_a);"))
 
@@ -295,41 +289,77 @@ def macro_definitions(options) -> list[tuple[str, str]]:
     return found
 
 
+def inlined_source(code: str, filename: str, options=(), *, edit=None,
+                   texts: dict[str, str] | None = None,
+                   includers: dict[str, tuple[str, int]] | None = None) -> str:
+    """``code`` (the file ``filename``) with the local headers it includes inlined, each
+    found as nvcc finds it: in the including file's folder, then in each ``-I`` folder of
+    ``options`` in order (``_inline_includes``). ``edit(name, text)`` changes each file first;
+    ``texts`` collects each file as written, ``includers`` the file and line that first
+    include each header."""
+    edit = edit or (lambda name, text: text)
+    if texts is not None:
+        texts[filename] = code
+    search = [Path(folder) for folder in include_dirs(options)]
+    if not search:
+        return edit(filename, code)
+    return _inline_includes(edit(filename, code), search[0], filename, search=search,
+                            edit=edit, texts=texts, includers=includers, once=set())
+
+
 # An include of a local header; a comment may follow it (`#include "x.cuh"  // why`).
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"[ \t]*(?://.*|/\*.*\*/[ \t]*)?$')
 _LINE = re.compile(r"^#line (\d+)$")  # what conditionals.marked adds: a number, no file
+_ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once\b", re.M)
 
 
-def _inline_includes(code: str, folder: Path, filename: str, *, edit=None,
-                     texts: dict[str, str] | None = None,
-                     includers: dict[str, tuple[str, int]] | None = None,
-                     seen: frozenset = frozenset(), root: Path | None = None) -> str:
-    """Resolve ``#include "x"`` against an ``-I`` folder (so the build cache sees the content),
-    with #line directives that keep diagnostics in the right file and line. Only files inside
-    that folder are read, never an absolute path, a ``..`` or a link that leads out of it: the
-    source is outside code, and whatever is inlined reaches the compiler's messages.
-    ``edit(name, text)`` changes each included file first (a bare ``#line N`` it adds renumbers,
-    as the compiler would); ``texts`` collects each file as written, ``includers`` where each
-    was first included (file, line)."""
-    root = root or folder.resolve()
-    edit = edit or (lambda name, text: text)
+def _find_header(name: str, here: Path, search: list[Path]) -> Path | None:
+    """The file ``#include "name"`` in a file of folder ``here`` reads: ``here`` first, then
+    each folder of ``search``; only a file inside one of the ``search`` folders, never an
+    absolute path, a ``..`` or a link that leads out of them: the source is outside code, and
+    whatever is inlined reaches the compiler's messages."""
+    if Path(name).is_absolute():
+        return None
+    roots = [folder.resolve() for folder in search]
+    for folder in (here, *search):
+        path = (folder / name).resolve()
+        if path.is_file() and any(path.is_relative_to(root) for root in roots):
+            return path
+    return None
+
+
+def _inline_includes(code: str, folder: Path, filename: str, *, search: list[Path], edit,
+                     texts: dict[str, str] | None, includers: dict[str, tuple[str, int]] | None,
+                     once: set[Path], seen: frozenset = frozenset()) -> str:
+    """``code`` (the file ``filename`` in ``folder``) with each ``#include "x"`` that
+    _find_header finds replaced by that file's text, inlined in turn, between #line
+    directives that keep diagnostics in the right file and line (so the build cache sees the
+    content). ``edit`` as in inlined_source (a bare ``#line N`` it adds renumbers, as the
+    compiler would); a header already open (``seen``) is left as an include, one with
+    ``#pragma once`` already inlined (``once``) is left out, as the compiler would."""
     out, number = [], 0
     for line in code.split("\n"):
         number += 1
         if m := _LINE.match(line):
             number = int(m[1]) - 1
         m = _INCLUDE.match(line)
-        path = (folder / m[1]).resolve() if m and not Path(m[1]).is_absolute() else None
-        if path is None or not path.is_relative_to(root) or not path.is_file() or path in seen:
+        path = _find_header(m[1], folder, search) if m else None
+        if path in once:
+            out.append("")
+            continue
+        if path is None or path in seen:
             out.append(line)
             continue
         text = path.read_text(errors="replace")
+        if _ONCE.search(text):
+            once.add(path)
         if texts is not None:
             texts.setdefault(m[1], text)
         if includers is not None:
             includers.setdefault(m[1], (filename, number))
-        body = _inline_includes(edit(m[1], text), path.parent, m[1], edit=edit, texts=texts,
-                                includers=includers, seen=seen | {path}, root=root)
+        body = _inline_includes(edit(m[1], text), path.parent, m[1], search=search, edit=edit,
+                                texts=texts, includers=includers, once=once,
+                                seen=seen | {path})
         out.append(f'#line 1 "{m[1]}"\n{body}\n#line {number + 1} "{filename}"')
     return "\n".join(out)
 

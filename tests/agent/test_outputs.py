@@ -119,8 +119,9 @@ def test_the_guessed_case_is_never_case_toml_and_a_corrected_one_is_kept(tmp_pat
     guessed = out / "case.guessed.toml"
     guessed.write_text(guessed.read_text().replace("seeds = 2", "seeds = 1"))
     corrected = guessed.read_bytes()
-    proc = kport(home, "port", str(out / "kernel.cu"), "--case", str(guessed), "--out", str(out),
-                 "--offline", "--no-kb")
+    # the package holds the kernel's device code as the case's CUDA source (issue 15)
+    proc = kport(home, "port", str(out / "kernel.device.cu"), "--case", str(guessed), "--out",
+                 str(out), "--offline", "--no-kb")
     assert proc.returncode == 0, proc.stderr
     assert guessed.read_bytes() == corrected and (out / "kernel.py").is_file()
     before = tree(out)

@@ -125,7 +125,9 @@ def test_without_a_case_a_guessed_case_is_written_and_loads(tmp_path, capsys):
     assert rep["case_guessed"] and any("scalar a" in g for g in rep["guessed"])
     assert "Guessed (check these)" in (out / "report.md").read_text()
     assert "guessed case" in capsys.readouterr().out
-    assert main(["port", str(out / "kernel.cu"), "--case", str(out), "--out",
+    # the case holds the kernel's device code (issue 15); the source is still the user's file
+    assert (out / case.cuda.source).name == "kernel.device.cu"
+    assert main(["port", str(src), "--case", str(out), "--out",
                  str(tmp_path / "again"), "--offline", "--no-kb"]) == 0
 
 

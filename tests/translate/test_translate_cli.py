@@ -28,7 +28,7 @@ def test_text_output_reports_coverage_and_todos(tmp_path):
     proc = kport(str(src), "--kernel", "k", "--grid", "ceil_div(n, 64), 1", "--block", "64")
     assert proc.returncode == 0, proc.stderr
     assert "coverage: 1 of 2 construct occurrences mapped (50%); 1 KPORT-TODO" in proc.stdout
-    assert "TODO line 1: __nanosleep (debug.clock_timing)" in proc.stdout
+    assert "TODO k.cu:1: __nanosleep (debug.clock_timing)" in proc.stdout  # file and line
     assert "grid=['(ceil_div(n, 64)) * (64)', '(1) * (1)', '(1) * (1)']" in proc.stdout
 
 

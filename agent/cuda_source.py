@@ -1,0 +1,54 @@
+"""The CUDA file a user points kport at, read as nvcc reads it in its own tree.
+
+``kport translate``, ``kport port`` and ``kport sim`` take the file where it sits, with
+nvcc's ``-I DIR`` and ``-D NAME[=VALUE]``: the file's folder is searched first, local headers
+are inlined, ``#if`` groups are decided by clang with kport's CUDA headers
+(runners/cuda_sim/reading.py), and host libraries nowhere to be found are read as empty. The
+translator reads the result; a guessed case carries the kernel's device-code closure
+(agent.translate.cuda_closure), so that it builds without the host code and its libraries.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from runners.cuda_sim.reading import SourceView, nvcc_options, read_as_compiled
+from runners.errors import KportError
+
+INCLUDE_HELP = ("a folder of headers, as nvcc -I (the source's own folder is searched first); "
+                "repeat")
+DEFINE_HELP = "NAME or NAME=VALUE, as nvcc -D (e.g. -D GGML_CUDA_F16); repeat"
+
+
+def include_option():  # a typer OptionInfo
+    """The ``-I/--include-dir`` option of a verb that reads a CUDA file."""
+    return typer.Option([], "--include-dir", "-I", help=INCLUDE_HELP)
+
+
+def define_option():  # a typer OptionInfo
+    """The ``-D/--define`` option of a verb that reads a CUDA file."""
+    return typer.Option([], "--define", "-D", help=DEFINE_HELP)
+
+
+def read_cuda(file: Path, include: list[Path] = (), define: list[str] = ()) -> SourceView:
+    """``file`` as nvcc reads it with ``include`` and ``define``; KportError naming the file,
+    the flag or the line that stops it."""
+    try:
+        code = file.read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise KportError(f"{file}: cannot read ({err})") from None
+    try:
+        options = nvcc_options(file, include, define)
+    except ValueError as err:
+        raise KportError(str(err)) from None
+    return read_as_compiled(code, file.name, options)
+
+
+def stub_note(view: SourceView) -> str:
+    """What a reader should know about the system headers read as empty; "" when none."""
+    if not view.stubbed:
+        return ""
+    return (f"read as empty (not found; host libraries a kernel's device code does not "
+            f"need): {', '.join(f'<{h}>' for h in view.stubbed)}")
