@@ -5,17 +5,19 @@ A runner makes kernels with its language's own constructor, and a kernel's ``lau
 returns a LaunchRecord: a candidate's failures (compile errors, sanitizer findings, faults on
 the device) are records, never exceptions; an exception means bad arguments or a broken harness.
 
-Adding a target: a module ``runners/<name>.py`` (or a package) defining ``RUNNER`` plus its name
-in NAMES below. The list is one line one can read, where discovery would have to import every
-module of the package to find the runners; tests/sim/test_runner_contract.py fails on a module
-that defines RUNNER without being listed, and runs every listed runner through the contract.
+Adding a target is one new file: a module ``runners/<name>.py`` (or a package) whose code
+assigns ``RUNNER = Runner(...)`` at the top level. NAMES finds them by reading the package's
+sources, importing none of them; tests/sim/test_runner_contract.py checks that against the
+modules' syntax trees and runs every runner through the contract.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from runners.errors import UnknownRunner
@@ -24,7 +26,19 @@ if TYPE_CHECKING:
     from runners.simbuild import Diagnostic
     from runners.simhost import Finding
 
-NAMES = ("cuda_sim", "cuda_gpu", "metal_sim", "mlx_metal")
+
+
+def _runner_modules() -> tuple[str, ...]:
+    """The names of this package's modules (and subpackages) that define RUNNER."""
+    here = Path(__file__).resolve().parent
+    found = []
+    for path in sorted([*here.glob("*.py"), *here.glob("*/__init__.py")]):
+        if re.search(r"^RUNNER = Runner\(", path.read_text(errors="replace"), re.M):
+            found.append(path.parent.name if path.name == "__init__.py" else path.stem)
+    return tuple(found)
+
+
+NAMES = _runner_modules()
 
 
 @dataclass(frozen=True)
@@ -108,5 +122,5 @@ def get(name: str) -> Runner:
     naming the known ones."""
     if name not in NAMES:
         raise UnknownRunner(f"no runner named {name!r}; the runners are {', '.join(NAMES)} "
-                            "(runners/base.py NAMES)")
+                            "(the modules of runners/ that define RUNNER)")
     return importlib.import_module(f"runners.{name}").RUNNER

@@ -6,4 +6,5 @@ class KportError(Exception):
 
 
 class UnknownRunner(KportError):
-    """A runner name that runners.get does not know (runners/base.py NAMES)."""
+    """A runner name that runners.get does not know (runners/base.py NAMES: the modules of
+    runners/ that define RUNNER)."""
