@@ -136,6 +136,14 @@ def test_a_non_editable_install_ships_the_corpus_and_the_rules(tmp_path):
     assert shipped.stdout.split() == ["True", str(here), "True", str(atomics)], shipped.stderr
 
 
+def test_tests_start_the_cli_one_way():
+    """tests/cli.py says once how a test starts `kport` as a user would (KPORT, kport());
+    no other test file spells the command again."""
+    spelled = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "tests").rglob("*.py"))
+               if p.name != "cli.py" and re.search(r"""["']agent\.cli["']""", p.read_text())]
+    assert not spelled, spelled
+
+
 def test_one_module_makes_tree_sitter_parsers():
     """Grammars, parsers and the leaf-token walk live in runners/sourcetree.py alone; kb/parse.py
     and runners/srcrewrite.py (and any new reader) use them instead of a tokenizer of their own."""

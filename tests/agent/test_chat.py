@@ -12,6 +12,7 @@ import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
 from tests.agent.agent_fakes import reply
+from tests.cli import KPORT
 
 pytestmark = pytest.mark.slow  # scripted chat sessions end to end (tests/tiers.py)
 
@@ -240,7 +241,7 @@ def test_session_index_resolves_ids_prefixes_and_last(tmp_path):
 
 def test_cli_rejects_bad_arguments_with_a_clear_error(tmp_path):
     env = {**__import__("os").environ, "KPORT_HOME": str(tmp_path)}
-    cmd = [sys.executable, "-m", "agent.cli", "chat"]
+    cmd = [*KPORT, "chat"]
     no_session = subprocess.run([*cmd, "--resume", "chat-nope"], capture_output=True,
                                 text=True, env=env, cwd=ROOT, stdin=subprocess.DEVNULL)
     assert no_session.returncode == 2 and "Traceback" not in no_session.stderr
@@ -262,7 +263,7 @@ def test_edit_runs_the_editor_and_scripted_sessions_work(tmp_path):
            "EDITOR": f"{sys.executable} {editor}", "PYTHONPATH": str(ROOT)}
     env.pop("VISUAL", None)
     lines = "/edit\n/diff\n/check\n/save pkg\n/quit\n"
-    done = subprocess.run([sys.executable, "-m", "agent.cli", "chat", str(SAXPY / "kernel.cu"),
+    done = subprocess.run([*KPORT, "chat", str(SAXPY / "kernel.cu"),
                            "--yes"], input=lines, capture_output=True, text=True, env=env,
                           cwd=tmp_path, timeout=600)
     out = done.stdout

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli import KPORT, kport_env
 from tests.cli import kport as run_kport
-from tests.cli import kport_env
 
 pytestmark = pytest.mark.slow  # several kport ports end to end, killed writes (tests/tiers.py)
 
@@ -216,7 +216,7 @@ def test_chat_save_refuses_a_user_folder_and_replaces_its_own(tmp_path):
     before = tree(mine)
     env = {**os.environ, "KPORT_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
     lines = f"/save {mine}\n/save pkg\n/save pkg\n/quit\n"
-    done = subprocess.run([sys.executable, "-m", "agent.cli", "chat", str(SAXPY / "kernel.cu"),
+    done = subprocess.run([*KPORT, "chat", str(SAXPY / "kernel.cu"),
                            "--yes"], input=lines, capture_output=True, text=True, env=env,
                           cwd=tmp_path, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from tests.agent.agent_fakes import SAXPY_OK
+from tests.cli import KPORT
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ROOT / "corpus" / "cases"
@@ -189,7 +190,7 @@ def test_usage_errors_exit_2_without_a_traceback(tmp_path):
 
 def test_unknown_kernel_from_the_command_line_is_one_line(tmp_path):
     src = CASES / "001_saxpy" / "kernel.cu"
-    proc = subprocess.run([sys.executable, "-m", "agent.cli", "port", str(src), "--kernel",
+    proc = subprocess.run([*KPORT, "port", str(src), "--kernel",
                            "nope", "--out", str(tmp_path / "o"), "--offline"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})

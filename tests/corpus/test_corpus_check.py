@@ -4,11 +4,11 @@ accordingly."""
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from corpus.cases import load_case
 from corpus.check import check_case
+from tests.cli import KPORT
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "corpus" / "cases" / "001_saxpy"
 
@@ -53,7 +53,7 @@ def test_a_cuda_kernel_that_overruns_fails_even_if_numbers_match(tmp_path):
 def test_cli_exit_codes(tmp_path):
     folder = _copy(tmp_path)
     env = dict(os.environ)
-    run = [sys.executable, "-m", "agent.cli", "corpus"]
+    run = [*KPORT, "corpus"]
     ok = subprocess.run([*run, "check", "--root", str(folder.parent), "--seeds", "1"],
                         capture_output=True, text=True, env=env, timeout=300)
     assert ok.returncode == 0, ok.stdout + ok.stderr

@@ -3,13 +3,13 @@ running (``timeout``: the child's start and the run). A verdict never depends on
 machine took to compile, and a compile that runs out of time says so."""
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from corpus.cases import load_case
 from corpus.check import make_inputs
+from tests.cli import KPORT
 
 pytestmark = pytest.mark.slow  # cold compiles against time budgets (tests/tiers.py)
 
@@ -91,7 +91,7 @@ def test_a_compile_out_of_time_is_tried_twice_and_says_so(fresh_home, monkeypatc
 @pytest.mark.parametrize("value", ["nan", "inf", "0", "-5"])
 def test_check_timeout_must_be_a_positive_finite_number(tmp_path, value):
     (tmp_path / "p.metal").write_text(PORT)
-    ran = subprocess.run([sys.executable, "-m", "agent.cli", "check", str(SAXPY), "--metal",
+    ran = subprocess.run([*KPORT, "check", str(SAXPY), "--metal",
                           str(tmp_path / "p.metal"), f"--timeout={value}"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert ran.returncode == 2, ran.stderr

@@ -8,6 +8,7 @@ import pytest
 from agent.harness import judge
 from corpus.cases import load_case
 from runners import mlx_metal
+from tests.cli import KPORT
 
 SAXPY = Path(__file__).resolve().parents[2] / "corpus" / "cases" / "001_saxpy"
 
@@ -36,9 +37,8 @@ def test_on_a_mac_what_apple_rejects_is_not_accepted():
 
 def test_the_port_report_names_the_compiler(tmp_path):
     import subprocess
-    import sys
 
-    ran = subprocess.run([sys.executable, "-m", "agent.cli", "port", str(SAXPY / "kernel.cu"),
+    ran = subprocess.run([*KPORT, "port", str(SAXPY / "kernel.cu"),
                           "--case", str(SAXPY), "--offline", "--no-kb", "--out",
                           str(tmp_path / "pkg")], capture_output=True, text=True, timeout=600)
     assert ran.returncode == 0, ran.stderr

@@ -3,11 +3,11 @@ and a repeat run, through the cheat-proof harness), and its report."""
 
 import json
 import subprocess
-import sys
 
 import pytest
 
 from corpus.cases import discover
+from tests.cli import KPORT
 
 pytestmark = pytest.mark.slow  # the whole corpus through kport eval (tests/tiers.py)
 
@@ -17,7 +17,7 @@ NEEDS_RESTRUCTURING = {"021_gemm_wmma_half", "039_flash_attention_fwd_causal_d12
 
 def test_full_offline_corpus_eval_and_report(tmp_path):
     out = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "agent.cli", "eval", "--small", "--workers",
+    proc = subprocess.run([*KPORT, "eval", "--small", "--workers",
                            "2", "--out", str(out)], capture_output=True, text=True,
                           timeout=1500)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -27,7 +27,7 @@ def test_full_offline_corpus_eval_and_report(tmp_path):
     assert failed == NEEDS_RESTRUCTURING, [(r["case"], r["reasons"][:1]) for r in lines
                                            if r["case"] in failed ^ NEEDS_RESTRUCTURING]
     assert "correct 90.7%" in proc.stdout + proc.stderr
-    rep = subprocess.run([sys.executable, "-m", "agent.cli", "report", str(out)],
+    rep = subprocess.run([*KPORT, "report", str(out)],
                          capture_output=True, text=True, timeout=300)
     assert rep.returncode == 0, rep.stderr
     html = (out / "report.html").read_text()

@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
@@ -14,6 +13,7 @@ import pytest
 from corpus.cases import discover
 from evals.eval_case import RESULT_FIELDS, make_task, run_case
 from evals.results import RESULTS, RunDirError, read_results
+from tests.cli import KPORT
 from tests.evals.eval_fixtures import CHEAP, ROOT, kport
 
 pytestmark = pytest.mark.slow  # eval runs end to end, a killed run, Ray (tests/tiers.py)
@@ -46,7 +46,7 @@ def test_offline_eval_writes_one_line_per_case_with_every_field(offline_run):
 
 def test_a_kill_mid_run_loses_nothing_and_resume_redoes_nothing(tmp_path):
     out = tmp_path / "killed"
-    cmd = [sys.executable, "-m", "agent.cli", "eval", *CHEAP, "--workers", "1", "--out",
+    cmd = [*KPORT, "eval", *CHEAP, "--workers", "1", "--out",
            str(out)]
     tmp = tmp_path / "tmp"  # the killed workers' temporary folders stay in the test's
     tmp.mkdir()

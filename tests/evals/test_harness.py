@@ -5,13 +5,13 @@ must be rejected for its reason; the expert port must be accepted."""
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from agent.harness import judge, scrubbed_env
 from corpus.cases import load_case
+from tests.cli import KPORT
 
 ROOT = Path(__file__).parents[2]
 SAXPY = load_case(ROOT / "corpus" / "cases" / "001_saxpy")
@@ -68,7 +68,7 @@ def test_no_credential_reaches_the_candidate(monkeypatch):
 
 
 def test_kport_check_exit_codes_and_json():
-    base = [sys.executable, "-m", "agent.cli", "check", str(SAXPY.folder)]
+    base = [*KPORT, "check", str(SAXPY.folder)]
     env = {**os.environ, "KPORT_SIM_TIMEOUT": "10"}
     ok = subprocess.run([*base, "--metal", str(SAXPY.folder / "port.metal"), "--json"],
                         capture_output=True, text=True, env=env, timeout=600)
@@ -111,7 +111,7 @@ def test_a_package_kport_port_writes_passes_the_python_checks(tmp_path):
     from corpus.static_checks import python_fallback_findings
 
     out = tmp_path / "pkg"
-    proc = subprocess.run([sys.executable, "-m", "agent.cli", "port",
+    proc = subprocess.run([*KPORT, "port",
                            str(SAXPY.folder / "kernel.cu"), "--case", str(SAXPY.folder),
                            "--out", str(out), "--offline"], capture_output=True, text=True,
                           timeout=600)

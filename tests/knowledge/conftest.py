@@ -1,12 +1,11 @@
 """A knowledge base built once per test session (rules, architecture, fixes, corpus pairs), in
 its own KPORT_HOME; tests read it and never write to it."""
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli import kport as cli_kport
 
 
 @pytest.fixture(scope="session")
@@ -29,10 +28,9 @@ def built_store(built_home):
 
 
 def kport(*args, home: Path | None = None, timeout: int = 300, **kw):
-    """Run the real CLI in a child process, as a user would."""
-    env = {**os.environ, **({"KPORT_HOME": str(home)} if home else {})}
-    return subprocess.run([sys.executable, "-m", "agent.cli", *args], capture_output=True,
-                          text=True, env=env, timeout=timeout, **kw)
+    """Run the real CLI in a child process, as a user would (tests/cli.py), in ``home``."""
+    return cli_kport(*args, env={"KPORT_HOME": str(home)} if home else None, timeout=timeout,
+                     **kw)
 
 
 @pytest.fixture(scope="session")

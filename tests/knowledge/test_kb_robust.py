@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli import KPORT
+
 pytestmark = pytest.mark.slow  # kills and races kb writers (tests/tiers.py)
 
 N_FILES, PER_FILE = 40, 10
@@ -45,7 +47,7 @@ def _count(home: Path) -> int:
 
 def _add(home: Path, src: Path) -> subprocess.Popen:
     env = {**os.environ, "KPORT_HOME": str(home)}
-    return subprocess.Popen([sys.executable, "-m", "agent.cli", "kb", "add", str(src),
+    return subprocess.Popen([*KPORT, "kb", "add", str(src),
                              "--source", "gen", "--json"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 

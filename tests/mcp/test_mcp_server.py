@@ -3,10 +3,11 @@
 import asyncio
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.cli import KPORT
 
 mcp = pytest.importorskip("mcp", reason="the MCP tests need the `mcp` package (kport[mcp])")
 
@@ -17,7 +18,7 @@ SAXPY = ROOT / "corpus" / "cases" / "001_saxpy"
 async def _session(calls):
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=sys.executable, args=["-m", "agent.cli", "mcp"],
+    params = StdioServerParameters(command=KPORT[0], args=[*KPORT[1:], "mcp"],
                                    env={**os.environ}, cwd=str(ROOT))
     async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
         await s.initialize()
@@ -118,7 +119,7 @@ def test_streamable_http_transport_serves_the_same_tools(tmp_path):
 
     port = _free_port()
     log = (tmp_path / "server.log").open("w")
-    server = subprocess.Popen([sys.executable, "-m", "agent.cli", "mcp", "--http", "--port",
+    server = subprocess.Popen([*KPORT, "mcp", "--http", "--port",
                                str(port)], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                               env={**os.environ, "KPORT_HOME": str(tmp_path / "home")})
 

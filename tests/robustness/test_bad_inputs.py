@@ -9,12 +9,12 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
+from tests.cli import KPORT
 from tests.tiers import sampled
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,7 +65,7 @@ def run_kport(argv: list[str], work: Path, env_extra: dict
     tmp.mkdir(exist_ok=True)
     env = {**os.environ, "KPORT_HOME": str(work.parent / "home"), "TMPDIR": str(tmp),
            **env_extra}
-    with subprocess.Popen([sys.executable, "-m", "agent.cli", *argv], cwd=work, env=env,
+    with subprocess.Popen([*KPORT, *argv], cwd=work, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
         out, err = proc.communicate(timeout=300)
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), proc.pid

@@ -8,10 +8,10 @@ import asyncio
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
+from tests.cli import KPORT
 from tests.cli import kport as run_kport
 from tests.sandbox.attack_corpus import ROOT, case_attacks, materialize, metal_attacks
 
@@ -31,7 +31,7 @@ def test_mcp_check_port_refuses_every_metal_attack(traces, tmp_path):
     attacks = [(a, materialize(a, traces, tmp_path / a.name)) for a in METAL]
 
     async def session():
-        params = StdioServerParameters(command=sys.executable, args=["-m", "agent.cli", "mcp"],
+        params = StdioServerParameters(command=KPORT[0], args=[*KPORT[1:], "mcp"],
                                        env={**os.environ}, cwd=str(ROOT))
         out = {}
         async with stdio_client(params) as (read, write), ClientSession(read, write) as s:

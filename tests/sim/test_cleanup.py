@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli import KPORT
+
 pytestmark = [pytest.mark.slow,  # kills compiles and launches mid-way (tests/tiers.py)
               pytest.mark.skipif(not sys.platform.startswith("linux"),
                                 reason="/proc, /dev/shm and PR_SET_PDEATHSIG are Linux's")]
@@ -54,7 +56,7 @@ def _default_sigint() -> None:
 
 
 def _kport(args: list[str], env: dict, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "agent.cli", *args], cwd=ROOT, env=env,
+    return subprocess.Popen([*KPORT, *args], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             preexec_fn=_default_sigint, **kw)
 
@@ -124,7 +126,7 @@ def _next_command(tmp_path: Path, env: dict) -> None:
     np.save(tmp_path / "x.npy", np.arange(4, dtype=np.float32))
     (tmp_path / "copy.metal").write_text("y[thread_position_in_grid.x] = "
                                          "x[thread_position_in_grid.x];\n")
-    ran = subprocess.run([sys.executable, "-m", "agent.cli", "sim", str(tmp_path / "copy.metal"),
+    ran = subprocess.run([*KPORT, "sim", str(tmp_path / "copy.metal"),
                           "--input", f"x={tmp_path / 'x.npy'}", "--output", "y=float32:4",
                           "--grid", "4", "--threadgroup", "4"], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=120)

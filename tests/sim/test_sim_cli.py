@@ -3,9 +3,10 @@
 import json
 import os
 import subprocess
-import sys
 
 import numpy as np
+
+from tests.cli import KPORT
 
 SAXPY = """extern "C" __global__ void saxpy(const float* x, float* y, float a, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -14,7 +15,7 @@ SAXPY = """extern "C" __global__ void saxpy(const float* x, float* y, float a, i
 
 
 def kport(tmp_path, *args):
-    return subprocess.run([sys.executable, "-m", "agent.cli", "sim", *args], cwd=tmp_path,
+    return subprocess.run([*KPORT, "sim", *args], cwd=tmp_path,
                           capture_output=True, text=True, env=dict(os.environ), timeout=300)
 
 
