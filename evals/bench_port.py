@@ -7,8 +7,10 @@ Corpus: every case is translated offline from its CUDA source (roles and launch 
 file) and checked against the case's oracle at every size set (one seed each), sanitizers on.
 The translator uses no retrieval, so a case's own expert port never helps it (leave-one-out
 holds trivially). Coverage: every __global__ kernel of ggml-cuda with the device functions it
-calls (local #includes inlined, so common.cuh's helpers count), template parameters left
-symbolic; occurrences of the CUDA constructs the concept rules name, mapped or left as TODO.
+calls, each file read as nvcc reads it with llama.cpp's include folders (so common.cuh's
+helpers count and HIP branches do not), template parameters left symbolic; occurrences of the
+CUDA constructs the concept rules name, mapped or left as TODO, and of the names nothing
+defines, struct parameters and kernels without outputs, each a TODO.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from pathlib import Path
 from agent.translate import translate_kernel
 from corpus.cases import discover
 from corpus.port_check import check_translation
-from kb.llama_cpp import CUDA_SUB, _extract, _find_root
-from kb.parse import functions, parse
+from kb.llama_cpp import CUDA_SUB, GGML_FILES, _extract, _find_root
+from kb.parse import functions
+from runners.cuda_sim.reading import nvcc_options, read_as_compiled
 from runners.errors import KportError
 from runners.lifetime import temp_folder
 
@@ -54,46 +57,31 @@ def corpus_table(ids: list[str] | None) -> tuple[list[tuple], list[str]]:
     return sorted((cat, *v) for cat, v in rows.items()), failures
 
 
-def with_local_includes(path: Path, seen: set[Path] | None = None) -> str:
-    """``path``'s text with its ``#include "local.h"`` lines replaced by those files (once
-    each), so the helpers a kernel calls from its own headers are translated and counted."""
-    seen = set() if seen is None else seen
-    seen.add(path.resolve())
-    data = path.read_bytes()
-    out, pos = [], 0
-    for n in parse(data, "cuda").children:
-        if n.type != "preproc_include":
-            continue
-        target = n.child_by_field_name("path")
-        if target is None or target.type != "string_literal":
-            continue
-        inc = (path.parent / data[target.start_byte + 1:target.end_byte - 1].decode()).resolve()
-        if inc.is_file() and inc not in seen:
-            out.append(data[pos:n.start_byte].decode(errors="replace"))
-            out.append(with_local_includes(inc, seen) + "\n")
-            pos = n.end_byte
-    out.append(data[pos:].decode(errors="replace"))
-    return "".join(out)
-
-
 def llama_coverage(path: Path) -> tuple[Counter, Counter, int, list[str]]:
+    """Construct counts over every kernel of ggml-cuda, each file read as nvcc reads it with
+    llama.cpp's own include folders (runners/cuda_sim/reading.py: local headers, the #if
+    groups a CUDA build reads, host libraries left out); a kernel counts with the device
+    functions it calls (the translator's closure)."""
     mapped, unmapped, kernels, errors = Counter(), Counter(), 0, []
     with temp_folder("kport-bench-port-") as tmp:
         folder = path
         if path.is_file():
-            _extract(path, Path(tmp))
+            _extract(path, Path(tmp), GGML_FILES)
             folder = Path(tmp)
         root = _find_root(folder)
+        include = [root / "ggml" / "include", root / "ggml" / "src"]
         for f in sorted((root / CUDA_SUB).glob("*.cu*")):
-            src = with_local_includes(f)
-            own = {fn.name for fn in functions(f.read_text(errors="replace"), "cuda")}
-            for fn in functions(src, "cuda"):
-                if fn.name not in own:
-                    continue
-                if fn.kind != "kernel":
-                    continue
+            try:
+                view = read_as_compiled(f.read_text(errors="replace"), f.name,
+                                        nvcc_options(f, include))
+            except KportError as err:
+                errors.append(f"{f.name}: {type(err).__name__}: {err}"[:200])
+                continue
+            for fn in functions(view.text, "cuda"):
+                if fn.kind != "kernel" or view.origin[fn.start_line - 1][0] != f.name:
+                    continue  # each kernel counts once: in the file that defines it
                 try:
-                    tr = translate_kernel(src, fn.name, where=f.name, strict=False)
+                    tr = translate_kernel(view.text, fn.name, where=f.name, strict=False)
                 except (KportError, RecursionError, ValueError, IndexError) as err:
                     errors.append(f"{f.name}:{fn.name}: {type(err).__name__}: {err}"[:200])
                     continue

@@ -34,8 +34,11 @@ def _find_root(folder: Path) -> Path | None:
     return None
 
 
-def _extract(archive: Path, dest: Path) -> None:
-    wanted = re.compile(r"(^|/)ggml/src/ggml-(cuda|metal)/")
+KERNEL_FILES = re.compile(r"(^|/)ggml/src/ggml-(cuda|metal)/")
+GGML_FILES = re.compile(r"(^|/)ggml/(include|src)/")  # the kernels and the headers they include
+
+
+def _extract(archive: Path, dest: Path, wanted: re.Pattern = KERNEL_FILES) -> None:
     if tarfile.is_tarfile(archive):
         with tarfile.open(archive) as tar:
             members = [m for m in tar.getmembers() if wanted.search(m.name) and m.isfile()]

@@ -46,6 +46,7 @@ class RewriteTable:
     same: dict[str, Rewrite]
     atomics: dict[str, Rewrite]
     scoped: dict[str, Rewrite]  # `std::numeric_limits` -> the namespace it lives in in Metal
+    library: frozenset[str] = frozenset()  # MSL functions with CUDA's name and meaning
 
     def call_names(self) -> set[str]:
         return {n for n, _ in self.calls}
@@ -73,7 +74,11 @@ def load_rewrites(path: Path = REWRITES_FILE) -> RewriteTable:
     except (OSError, tomllib.TOMLDecodeError) as err:
         raise RewriteError(f"{path}: {err}") from None
     known = {r.id for r in load_rules()}
-    table = RewriteTable({}, {}, {}, {}, {}, {})
+    library = data.get("library", [])
+    if not (isinstance(library, list) and all(isinstance(n, str) and n.isidentifier()
+                                               for n in library)):
+        raise RewriteError(f"{path}: `library` must be a list of function names")
+    table = RewriteTable({}, {}, {}, {}, {}, {}, frozenset(library))
     for kind in ("call", "ident", "token", "same", "atomic", "scoped"):
         for i, raw in enumerate(data.get(kind, [])):
             try:

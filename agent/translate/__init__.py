@@ -15,7 +15,13 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from agent.translate.analyze import KernelInfo, TranslateError, analyze_kernel
+from agent.translate.analyze import (
+    C_TYPE_NAMES,
+    TYPE_DTYPES,
+    KernelInfo,
+    TranslateError,
+    analyze_kernel,
+)
 from agent.translate.emit import _SCALAR_KIND, ATTRIBUTES, HELPERS, Context, Emitter
 from kb.concepts import load_rules
 from kb.rewrites import load_rewrites
@@ -141,6 +147,7 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
     ctx.constructs = {k: v for k, v in ctx.constructs.items()
                       if k not in info.local_names and k not in info.macros}
     ctx.macros = set(info.macros)
+    ctx.known = info.known_names | set(TYPE_DTYPES) | C_TYPE_NAMES
     ctx.extra_params = {fn: list(attrs) for fn, attrs in info.attribute_params.items()}
     ctx.tg_params = {fn: set(ix) for fn, ix in info.threadgroup_params.items()}
     if info.extern_shared:
@@ -168,6 +175,7 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
         pos = c.end_byte
     parts.append(data[pos:kids[-1].start_byte].decode(errors="replace"))
     body = "".join(parts)
+    _signature_todos(info, ctx)
     header_parts = [HELPERS[h] for h in sorted(ctx.helpers)] + header_parts
     rules = {r.id: r for r in load_rules()}
     # MLX pastes the header verbatim before `template <...>` / `[[kernel]]`: without a final
@@ -192,6 +200,25 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
     if info.extern_shared:
         tr.template["KP_SMEM_BYTES"] = str(shared_mem)
     return tr
+
+
+def _signature_todos(info: KernelInfo, ctx: Context) -> None:
+    """What the signature asks that no translation gives, each a counted TODO at the kernel:
+    a struct parameter by value (MLX passes arrays, not structs) and a kernel whose outputs
+    kport cannot see (it writes through something role analysis does not follow)."""
+    line = info.kernel_node.start_point[0] + 1
+    bound = {name for name, _ in info.template}
+    for p in info.params:
+        spelled = " ".join(p.type.replace("const", " ").split())
+        if not p.pointer and spelled not in TYPE_DTYPES and spelled not in C_TYPE_NAMES \
+                and spelled not in bound:
+            ctx.todo[f"struct parameter {p.name}"] += 1
+            ctx.todos.append(("types.struct_param", f"struct parameter {p.name} ({spelled})",
+                              line))
+    if not info.outputs:
+        ctx.todo["no outputs"] += 1
+        ctx.todos.append(("memory.kernel_outputs", "no outputs (no written pointer found)",
+                          line))
 
 
 def cuda_closure(src: str, kernel: str, *, where: str = "<source>",

@@ -24,6 +24,12 @@ TYPE_DTYPES = {"float": "float32", "half": "float16", "__half": "float16",
                "uint32_t": "uint32", "bool": "bool", "int64_t": "int64", "long": "int64",
                "long long": "int64", "uint64_t": "uint64", "unsigned long long": "uint64",
                "double": "float64"}
+# Other type names CUDA code calls like functions (`size_t(n)`, `make_`-less vectors).
+C_TYPE_NAMES = {"size_t", "ptrdiff_t", "intptr_t", "uintptr_t", "dim3", "__half2", "half2",
+                "__nv_bfloat162", "nv_bfloat162",
+                *(f"{base}{n}" for base in ("char", "uchar", "short", "ushort", "int", "uint",
+                                            "long", "ulong", "float", "double")
+                  for n in (2, 3, 4))}
 
 
 class TranslateError(KportError):
@@ -66,6 +72,9 @@ class KernelInfo:
     notes: list[str] = field(default_factory=list)
     guessed: list[str] = field(default_factory=list)
     local_names: set[str] = field(default_factory=set)  # functions defined in the file
+    # every name the source declares anywhere (functions, types, namespaces, template
+    # parameters, variables, fields, enumerators, macros): what a call or scope may name
+    known_names: set[str] = field(default_factory=set)
     macros: set[str] = field(default_factory=set)  # names the file #defines (never rewritten)
 
 
@@ -501,11 +510,48 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
     info.atomic_scalars = {s for s in info.atomic_scalars if s in atomic_roots}
     info.callees = [funcs[n][1] for n in order]
     info.local_names = set(funcs)
+    info.known_names = declared_anywhere(root, data) | set(funcs) | defined_macros(src)
     info.macros = defined_macros(src)
     info.attribute_params = _attribute_params(callee_nodes, order, data)
     info.threadgroup_params = _threadgroup_params(body, set(info.shared), data, funcs)
     info.header_nodes = _header_nodes(root, data, kouter, set(order), [funcs[n][1] for n in order])
     return info
+
+
+_NAMED = ("struct_specifier", "class_specifier", "enum_specifier", "union_specifier",
+          "namespace_definition", "namespace_alias_definition", "alias_declaration",
+          "enumerator", "preproc_def", "preproc_function_def")
+_TYPE_PARAMETERS = ("type_parameter_declaration", "variadic_type_parameter_declaration",
+                    "optional_type_parameter_declaration")
+_DECLARATORS = ("function_declarator", "init_declarator", "pointer_declarator",
+                "reference_declarator", "array_declarator", "parameter_declaration",
+                "optional_parameter_declaration", "variadic_parameter_declaration",
+                "field_declaration", "declaration", "type_definition")
+_NAME_NODES = ("identifier", "field_identifier", "type_identifier", "qualified_identifier")
+
+
+def declared_anywhere(root: Node, data: bytes) -> set[str]:
+    """Every name declared anywhere under ``root``: types, namespaces, aliases, enumerators,
+    macros, template parameters, functions, variables, parameters and fields."""
+    out = set()
+    for n in _walk(root):
+        if n.type in _NAMED:
+            name = n.child_by_field_name("name")
+            if name is not None and name.type == "template_type":
+                name = name.child_by_field_name("name")
+            if name is not None:
+                out.add(_text(name, data))
+        elif n.type in _TYPE_PARAMETERS:
+            out |= {_text(c, data) for c in n.named_children if c.type == "type_identifier"}
+        elif n.type in _DECLARATORS:
+            d = n.child_by_field_name("declarator")
+            while d is not None and d.type not in _NAME_NODES:  # through `*`, `&`, `[]`, `()`
+                d = d.child_by_field_name("declarator") or next(
+                    (c for c in d.named_children
+                     if c.type in _NAME_NODES or c.type.endswith("declarator")), None)
+            if d is not None:
+                out.add(_text(d, data).split("::")[-1])
+    return out
 
 
 def _shared_decl(n: Node, data: bytes, info: KernelInfo) -> None:

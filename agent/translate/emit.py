@@ -83,6 +83,7 @@ class Context:
     todos: list[tuple[str, str, int]] = field(default_factory=list)  # (rule, construct, line)
     rules_used: set[str] = field(default_factory=set)
     macros: set[str] = field(default_factory=set)  # the user's #defines: never rewritten
+    known: set[str] = field(default_factory=set)  # names the source declares (analyze)
 
 
 class Emitter:
@@ -145,6 +146,11 @@ class Emitter:
         if scope == "std":
             return self._todo(f"std::{member}", "types.std_library", node,
                               f"MSL has no std::{member}")
+        if scope in self.ctx.constructs and scope not in self.ctx.known:  # nvcuda::wmma
+            return self._todo(scope, self.ctx.constructs[scope], node)
+        if scope not in self.ctx.known and scope != "metal":
+            return self._todo(f"{scope}::{member}", "types.unknown_name", node,
+                              f"{scope} is defined nowhere in the source or its headers")
         return scope
 
     def _macro_text(self, node: Node) -> str:
@@ -279,7 +285,24 @@ class Emitter:
                 parts += [self._read_version(a), self._plain_out(a)] if i in split \
                     else [self.emit(a)]
             return f"{self.emit(fn)}({', '.join(parts + extra)})"
+        if self._unknown_callee(fn, base.strip()):
+            base = base.strip()
+            todo = self._todo(base, "types.unknown_name", fn,
+                              f"{base} is defined nowhere in the source or its headers")
+            return todo + self.emit(node.child_by_field_name("arguments"))
         return None
+
+    def _unknown_callee(self, fn: Node, base: str) -> bool:
+        """Whether ``fn`` (a call's function) is a plain name nothing defines: not the
+        source's, not a CUDA construct or rewrite, not Metal's library (rewrites.toml)."""
+        if fn.type == "template_function":
+            fn = fn.child_by_field_name("name") or fn
+        if fn.type != "identifier":
+            return False
+        table = self.ctx.table
+        return not (base in self.ctx.known or base in table.library or base in table.same
+                    or base in self.ctx.constructs or base in table.call_names()
+                    or base in table.idents or base in table.atomics)
 
     def _ref_temps(self, call: Node) -> str | None:
         """``f(v.x, y[i]);`` with f taking ``float&``: Metal binds no reference to a vector

@@ -1,0 +1,59 @@
+"""Coverage counts only what was translated (issue 15): a name nothing defines (a library such
+as CUB, a traits class from a header not given, an unknown helper), a struct parameter and a
+kernel without outputs are each a counted KPORT-TODO; names the source defines, Metal's own
+library and type casts are not."""
+
+import textwrap
+
+from agent.translate import translate_kernel
+
+
+def _todos(src: str, kernel: str = "k") -> list[tuple[str, str]]:
+    tr = translate_kernel(textwrap.dedent(src), kernel)
+    return [(t.rule, t.construct) for t in tr.todos]
+
+
+def test_names_nothing_defines_are_todos():
+    todos = _todos("""
+        __global__ void k(const float * x, float * y, int n) {
+            int i = threadIdx.x;
+            float v = mystery_helper(x[i]);
+            y[i] = Ktraits::scale * v + cub::Sum()(v, 1.0f);
+        }
+        """)
+    assert todos == [("types.unknown_name", "mystery_helper"),
+                     ("types.unknown_name", "Ktraits::scale"),
+                     ("types.unknown_name", "cub::Sum")]
+
+
+def test_what_the_source_or_metal_defines_is_no_todo():
+    tr = translate_kernel(textwrap.dedent("""
+        namespace ops { __device__ float twice(float v) { return v + v; } }
+        struct Traits { static constexpr int n = 4; };
+        template <typename T, typename Tr>
+        __device__ T scaled(T v) { return v * Tr::n; }
+        __global__ void k(const float * x, float * y, int n) {
+            int i = threadIdx.x;
+            auto op = [](float a) { return a; };
+            float v = sqrt(fabs(x[i])) + min(x[i], 1.0f) + float(size_t(n));
+            y[i] = ops::twice(scaled<float, Traits>(v)) + op(v);
+        }
+        """), "k")
+    assert [t.rule for t in tr.todos] == ["types.lambda"]  # the lambda only, not `op(v)`
+
+
+def test_a_struct_parameter_is_a_todo_and_a_template_type_parameter_is_not():
+    todos = _todos("""
+        struct Params { float a; int n; };
+        template <typename T>
+        __global__ void k(Params p, const T * x, T * y, const T scale) {
+            y[threadIdx.x] = x[threadIdx.x] * p.a * scale;
+        }
+        """, "k<float>")
+    assert todos == [("types.struct_param", "struct parameter p (Params)")]
+
+
+def test_a_kernel_without_outputs_is_a_todo():
+    tr = translate_kernel("__global__ void k(const float * x, int n) { float s = x[n]; }\n", "k")
+    assert [(t.rule, t.line) for t in tr.todos] == [("memory.kernel_outputs", 1)]
+    assert tr.coverage < 1.0
