@@ -58,12 +58,13 @@ def device_code(src_path: Path, kernel: str, include=(), define=()) -> tuple[str
 
 def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, int],
                grid: list | None = None, block: list | None = None,
-               shapes: dict[str, list] | None = None, include=(), define=()
-               ) -> tuple[object, list[str]]:
+               shapes: dict[str, list] | None = None, include=(), define=(),
+               shared_mem: str | int | None = None) -> tuple[object, list[str]]:
     """Write a case for ``kernel`` of ``src_path`` (read as nvcc reads it with ``include``
     and ``define``) into ``folder`` (its name is the case id); returns (CaseSpec, what was
-    guessed). Raises KportError for a kernel or argument it cannot describe, and CaseError
-    if the result does not validate."""
+    guessed). ``shared_mem``: the launch's dynamic shared memory in bytes (an expression over
+    the sizes), else 0. Raises KportError for a kernel or argument it cannot describe, and
+    CaseError if the result does not validate."""
     src, view = device_code(src_path, kernel, include, define)
     source = f"{src_path.stem}.device.cu"
     tr = translate_kernel(src, kernel, where=str(src_path))
@@ -107,6 +108,9 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     if grid is None:
         grid = [f"ceil_div({elements}, {block[0]})", 1, 1]
         guessed.append(f"CUDA grid {grid}: one thread per element (no --grid given)")
+    if shared_mem is None and "KP_SMEM_BYTES" in tr.template:
+        guessed.append("dynamic shared memory 0 bytes: the kernel declares extern __shared__, "
+                       "so pass --shared-mem BYTES with what the host launch gives")
     variant = {k: v - v // 4 - 1 for k, v in sizes.items() if v > 8}
     if variant:
         guessed.append(f"a second size set {variant} (odd sizes, to exercise tails)")
@@ -120,7 +124,7 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
                      "and the launch, then run `kport port ... --case " + folder.name + "/"
                      + GUESSED + "`.",
             "cuda": {"source": source, "kernel": kernel, "grid": list(grid),
-                     "block": list(block)},
+                     "block": list(block), "shared_mem": shared_mem or 0},
             "sizes": dict(sizes), "variants": [variant] if variant else [], "args": args,
             "check": {"rtol": 1e-2 if half else 1e-5, "atol": 1e-3 if half else 1e-6,
                       "reference": "cuda", "seeds": 2}}

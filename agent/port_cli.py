@@ -2,7 +2,7 @@
 
     kport port FILE.cu --kernel NAME [-I DIR] [-D NAME=V] [--case CASE_DIR] --out DIR
                [--offline] [--size n=1024 ...] [--shape x=rows,n ...] [--grid G --block B]
-               [--learn] [--thread ID]
+               [--shared-mem BYTES] [--learn] [--thread ID]
 
 FILE is read where it sits, as nvcc reads it (agent/cuda_source.py: its folder and each -I DIR
 for local headers, each -D, the #if groups clang skips left out); the port and its oracle work
@@ -72,7 +72,8 @@ def parse_shapes(items: list[str]) -> dict[str, list]:
 
 
 def _load_inputs(file: Path, kernel: str | None, case_dir: Path | None, sizes, shapes,
-                 grid, block, staging: Path, out_name: str, include=(), define=()):
+                 grid, block, staging: Path, out_name: str, include=(), define=(),
+                 shared_mem: str | None = None):
     """(src: the kernel's device code, kernel, case, guessed, guessed folder) for the CLI's
     arguments."""
     try:
@@ -96,7 +97,8 @@ def _load_inputs(file: Path, kernel: str | None, case_dir: Path | None, sizes, s
     folder = staging / out_name  # the case id must be the name of the folder it ends up in
     try:
         case, guessed = guess_case(file, kernel, folder, sizes=sizes, grid=grid, block=block,
-                                   shapes=shapes, include=include, define=define)
+                                   shapes=shapes, include=include, define=define,
+                                   shared_mem=shared_mem)
     except CaseError as err:  # it names a scratch file the user never sees: say what to change
         why = str(err).removeprefix(f"{folder / 'case.toml'}: ")
         raise KportError(f"{file}: the case guessed for {kernel} does not hold: {why}; pass "
@@ -129,6 +131,9 @@ def port(file: Path = typer.Argument(..., help="the CUDA source (.cu / .cuh)"),
          shape: list[str] = typer.Option([], help="NAME=DIM,DIM (no --case only); repeat"),
          grid: str = typer.Option(None, help="CUDA grid in blocks (no --case only)"),
          block: str = typer.Option(None, help="CUDA block in threads (no --case only)"),
+         shared_mem: str = typer.Option(None, "--shared-mem", help="dynamic shared memory of "
+                                        "the launch in bytes, a number or an expression over "
+                                        "the sizes (no --case only)"),
          include: list[Path] = include_option(), define: list[str] = define_option(),
          learn: bool = typer.Option(False, help="add an accepted port to the KB"),
          thread: str = typer.Option(None, help="checkpoint thread id: resumes it if it exists"),
@@ -148,6 +153,11 @@ def port(file: Path = typer.Argument(..., help="the CUDA source (.cu / .cuh)"),
     from agent.session import learn as learn_pair
     from agent.session import new_thread_id, run_port
 
+    given = [flag for flag, v in (("--shape", shape), ("--grid", grid), ("--block", block),
+                                  ("--shared-mem", shared_mem)) if v]
+    if case is not None and given:
+        raise KportError(f"{', '.join(given)}: with --case the launch and shapes are the "
+                         "case's; change them in its case.toml")
     carry = case_files_in(case, out)
     check_out_folder(out, force=force, keep=carry)  # before any work: nothing is lost later
     sizes, shapes = parse_sizes(size), parse_shapes(shape)
@@ -158,7 +168,7 @@ def port(file: Path = typer.Argument(..., help="the CUDA source (.cu / .cuh)"),
     with temp_folder("kport-port-") as tmp:
         src, kname, spec, guessed, guessed_dir = _load_inputs(
             file, kernel, case, sizes, shapes, _dims(grid), _dims(block), Path(tmp),
-            out.resolve().name, include, define)
+            out.resolve().name, include, define, shared_mem)
         ctx = PortContext(case=spec, src=src, kernel=kname, where=str(file),
                           origin=line_origins(src, file.name), llm=llm,
                           budget=budget, chip=chip, seeds=seeds, use_kb=not no_kb,

@@ -53,10 +53,12 @@ def _port_phase(state, ctx) -> dict:
         return _start_search(state, ctx, _record(cand, state.get("bench", {}), chk))
     fb = chk["feedback"]
     if chk.get("oracle_broken"):
+        cause = next((f for f in fb if f.startswith("cuda:")), "")
+        cause = cause.removeprefix("cuda:").split("; metal:")[0].strip()
         return {"decision": "stop", "feedback": fb, "stop_reason":
                 "the oracle failed: the CUDA kernel did not run cleanly in cuda_sim at these "
-                "sizes (see the validation notes); correct the case (shapes, sizes, values) "
-                "and run again"}
+                f"sizes ({cause[:300] or 'see the validation notes'}); correct the case "
+                "(shapes, sizes, values, --shared-mem) and run again"}
     lints = [] if cand.error else perf_lints(cand, dict(ctx.case.sizes), ctx.chip)
     ids = diagnosis_ids(fb, lints)
     update = {"feedback": fb, "fixes": _fixes(ids)}

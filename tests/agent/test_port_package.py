@@ -161,6 +161,7 @@ USAGE_ERRORS = [
     (["--case", str(CASES / "001_saxpy"), "--size", "m=4"], "no size of that name"),
     ([], "--kernel NAME"),
     (["--kernel", "saxpy", "--chip", "M0"], "unknown chip"),
+    (["--case", str(CASES / "001_saxpy"), "--grid", "4"], "--grid: with --case the launch"),
 ]
 # Each usage error through the real dispatcher (agent.cli.main), all in one child process.
 _RUN_ALL = """
@@ -249,3 +250,47 @@ def test_kernel_py_carries_kports_one_size_evaluator():
         assert namespace["evaluate"](expr, {"n": 10}) == sizeexpr.evaluate(expr, {"n": 10})
     with pytest.raises(ValueError, match="divides by zero"):
         namespace["evaluate"]("n // 0", {"n": 1})
+
+
+def test_dynamic_shared_memory_of_a_guessed_case(tmp_path):
+    """Issue 15: a kernel with `extern __shared__` got 0 bytes and its oracle faulted with no
+    way to say more; --shared-mem gives the launch's bytes (an expression over the sizes), and
+    without it the guess says to."""
+    from agent.case_guess import guess_case
+
+    src = tmp_path / "rev.cu"
+    src.write_text("""__global__ void rev(const float * x, float * y, int n) {
+    extern __shared__ float tile[];
+    int i = threadIdx.x;
+    tile[i] = x[blockIdx.x * blockDim.x + i];
+    __syncthreads();
+    y[blockIdx.x * blockDim.x + i] = tile[blockDim.x - 1 - i];
+}
+""")
+    case, guessed = guess_case(src, "rev", tmp_path / "a", sizes={"n": 512}, block=[256])
+    assert str(case.cuda.shared_mem) == "0" and any("--shared-mem" in g for g in guessed)
+    case, guessed = guess_case(src, "rev", tmp_path / "b", sizes={"n": 512}, block=[256],
+                               shared_mem="256 * 4")
+    assert case.cuda.shared_mem == "256 * 4" and not any("--shared-mem" in g for g in guessed)
+    from corpus.check import make_inputs, run_cuda
+
+    sizes = dict(case.sizes)
+    inputs = make_inputs(case, sizes, 1)
+    outs, record = run_cuda(case, sizes, inputs)  # the oracle runs with the bytes given
+    assert record.ok, [str(f) for f in record.findings]
+    np.testing.assert_array_equal(outs["y"].reshape(-1, 256), inputs["x"].reshape(-1, 256)[:, ::-1])
+
+
+def test_a_failing_oracle_says_why_on_the_console(tmp_path, capsys):
+    src = tmp_path / "rev.cu"
+    src.write_text("""__global__ void rev(const float * x, float * y, int n) {
+    extern __shared__ float tile[];
+    tile[threadIdx.x] = x[blockIdx.x * blockDim.x + threadIdx.x];
+    __syncthreads();
+    y[blockIdx.x * blockDim.x + threadIdx.x] = tile[blockDim.x - 1 - threadIdx.x];
+}
+""")
+    assert main(["port", str(src), "--kernel", "rev", "--out", str(tmp_path / "o"), "--offline",
+                 "--no-kb", "--size", "n=512", "--block", "256"]) == 1
+    out = capsys.readouterr().out
+    assert "the oracle failed" in out and ": out_of_bounds: invalid memory access" in out, out
