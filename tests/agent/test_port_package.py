@@ -294,3 +294,4 @@ def test_a_failing_oracle_says_why_on_the_console(tmp_path, capsys):
                  "--no-kb", "--size", "n=512", "--block", "256"]) == 1
     out = capsys.readouterr().out
     assert "the oracle failed" in out and ": out_of_bounds: invalid memory access" in out, out
+    assert "no dynamic shared memory" in out  # the likely cause, named

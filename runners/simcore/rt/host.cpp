@@ -277,6 +277,11 @@ static void on_signal(int sig, siginfo_t* info, void* uctx) {
       snprintf(msg, sizeof msg, "stack overflow of a simulated thread (%zu-byte stacks): large "
                "thread-local arrays or deep recursion", w->stack_size);
       kind = __KP_F_LIMIT;
+    } else if (addr < 65536) {  // the first pages: an offset from a null pointer
+      snprintf(msg, sizeof msg, "invalid memory access at address 0x%lx (not a kernel buffer: "
+               "a null pointer, such as an extern __shared__ array when the launch gives no "
+               "dynamic shared memory)", (unsigned long)addr);
+      kind = __KP_F_OOB;
     } else {
       snprintf(msg, sizeof msg, "invalid memory access at address 0x%lx (not a kernel buffer)",
                (unsigned long)addr);
