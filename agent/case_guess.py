@@ -10,6 +10,7 @@ again with --case DIR/case.guessed.toml, which load_case_arg reads.
 
 from __future__ import annotations
 
+import ast
 import math
 import shutil
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 import tomli_w
 
 from agent.cuda_source import read_cuda, stub_note
+from agent.host_launch import find_launches
 from agent.translate import cuda_closure, translate_kernel
 from agent.translate.analyze import TYPE_DTYPES
 from corpus.cases import CATEGORIES, CaseError, evaluate, load_case
@@ -77,6 +79,16 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
         guessed.append(note)
     ints = [n for n, r in tr.roles.items() if r == "scalar"
             and _dtype(n, tr.dtypes.get(n, ""), tr.template).startswith(("int", "uint"))]
+    launch, values = None, {}
+    if grid is None and block is None:
+        launch, values = _host_launch(view, kernel, list(tr.roles), ints, sizes)
+    if launch is not None:
+        grid, block = launch.grid, launch.block
+        shared_mem = launch.shared_mem if shared_mem is None else shared_mem
+        ints = _names_in([*grid, *block, str(shared_mem or 0), *values.values()])
+        guessed.append(f"CUDA launch from the host code: {launch.host} at "
+                       f"{view.where(launch.line)}: grid {grid}, block {block}, dynamic "
+                       f"shared memory {shared_mem or 0}; kernel scalars {values}")
     if not sizes:
         # every array is guessed flat over the product of the sizes: keep that product small
         # (64**3 at most; with many int parameters each one gets smaller), never PiB
@@ -88,7 +100,9 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     for name, role in tr.roles.items():
         dtype = _dtype(name, tr.dtypes.get(name, ""), tr.template)
         if role == "scalar":
-            if name in sizes:
+            if name in values:
+                value = values[name]
+            elif name in sizes:
                 value = name
             else:
                 value = 1 if dtype.startswith(("int", "uint")) else 1.5
@@ -133,6 +147,33 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     (folder / "case.toml").write_text(case_toml(data))
     guessed.append(f"tolerances rtol={data['check']['rtol']} atol={data['check']['atol']}")
     return load_case(folder), guessed
+
+
+def _names_in(exprs: list[str]) -> list[str]:
+    """The size names ``exprs`` use, in order of first use."""
+    seen = []
+    for expr in exprs:
+        for node in ast.walk(ast.parse(str(expr), mode="eval")):
+            if isinstance(node, ast.Name) and node.id not in ("min", "max", "ceil_div") and \
+                    node.id not in seen:
+                seen.append(node.id)
+    return seen
+
+
+def _host_launch(view, kernel: str, params: list[str], ints: list[str], sizes: dict):
+    """(the first launch of ``kernel`` in the file's host code that sizes can express, the
+    kernel's int scalars as expressions over its sizes) or (None, {}): agent/host_launch.py.
+    With --size given, only a launch over exactly those names."""
+    for launch in find_launches(view.text, kernel):
+        if not launch.usable:
+            continue
+        values = {name: expr for name, expr in zip(params, launch.args, strict=False)
+                  if name in ints and expr is not None}
+        used = _names_in([*launch.grid, *launch.block, str(launch.shared_mem), *values.values()])
+        if not used or (sizes and set(used) != set(sizes)):
+            continue
+        return launch, values
+    return None, {}
 
 
 def _category(kernel: str) -> str:

@@ -7,6 +7,7 @@ semantics, at sizes of this test's choosing; the translator reads the same tree.
 from __future__ import annotations
 
 import json
+import tomllib
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from agent.case_guess import device_code
 from runners.cuda_sim import RawKernel
 from tests.cli import kport
 from tests.conformance import expert_sources
+from tests.tiers import sampled
 
 GGML = "vendor/llama.cpp/ggml"
 
@@ -77,3 +79,20 @@ def test_sum_rows_cut_from_its_tree_is_correct(ggml, nrows, ncols, block):
         (nrows, 1, 1), (block, 1, 1), [x, y, np.int32(ncols)])
     assert run.ok, [str(d) for d in run.diagnostics] + [str(f) for f in run.findings]
     np.testing.assert_allclose(y, x.astype(np.float64).sum(-1), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("spec", sampled(
+    [("op_clamp_kernel<float>", "clamp.cu", "k"), ("arange_f32", "arange.cu", "ne0")],
+    ["clamp", "arange"], every=2))
+def test_port_takes_the_launch_from_the_host_code(ggml, tmp_path, spec):
+    """`kport port FILE --kernel K -I ...` and nothing else: the launch (grid, block, shared
+    memory) and the size names come from the host function that launches the kernel."""
+    kernel, file, size = spec
+    out = tmp_path / "pkg"
+    proc = kport("port", str(ggml / "src" / "ggml-cuda" / file), "--kernel", kernel,
+                 *_flags(ggml), "--offline", "--no-kb", "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rep = json.loads((out / "report.json").read_text())
+    launch = next(g for g in rep["guessed"] if g.startswith("CUDA launch from the host code"))
+    assert f"at {file}:" in launch
+    assert list(tomllib.loads((out / "case.guessed.toml").read_text())["sizes"]) == [size]
