@@ -47,13 +47,9 @@ KERNEL_FLAGS = (
 # hooks must see each thread's own access to attribute it.
 CHECKED_FLAGS = ("-Xclang", "-fsanitize=thread", "-gline-tables-only", "-fno-vectorize",
                  "-fno-slp-vectorize")
-# The host uses libc (+ pthread, libdl, libm) and no C++ standard library (rt/array.h): zig
-# would otherwise build its whole libc++ on a cold cache, a minute of every fresh install.
-HOST_FLAGS = ("-std=c++20", "-O2", "-pthread", "-rdynamic", "-nostdinc++", "-nostdlib++",
-              "-fno-exceptions", "-fno-rtti")
+HOST_FLAGS = ("-std=c++20", "-O2", "-pthread", "-rdynamic")
 # Kernels link against nothing: the host provides libc and libm. So a jailed compile needs no
-# writable compiler cache (zig would otherwise build its libc++ there). No kernel needs a C++
-# runtime symbol either (`nm -u -D` of 7431 test-built kernels: libc, libm and __kp_*/__tsan_*).
+# writable compiler cache (zig would otherwise build its libc++ there).
 LINK_FLAGS = ("-shared", "-nostdlib")
 COMPILE_MEMORY = 8 << 30  # address space of one jailed compile
 COMPILE_FILE_BYTES = 256 << 20  # largest file a compile may write
@@ -208,7 +204,7 @@ def host_executable(settings: Settings | None = None) -> Path:
     if cached_file(exe) is not None:
         return exe
     sources = [str(SIMCORE / "rt" / name) for name in RUNTIME_SOURCES]
-    # A cold zig cache adds building zig's compiler-rt: seconds (no libc++, HOST_FLAGS).
+    # The first build with ziglang also builds zig's libc++ once (about a minute).
     ok, log, _ = _compile(compiler, [*HOST_FLAGS, *sources, "-ldl"], exe, 900, settings)
     if not ok:
         raise RuntimeError(f"building the simulator host failed (a kport bug):\n{log[-4000:]}")

@@ -30,7 +30,7 @@ static void report_buffer_oob(const Arg* b, uintptr_t a, bool write, void* pc, u
   long long index = ((long long)a - (long long)(uintptr_t)b->data) / (long long)b->elem_size;
   char msg[256];
   snprintf(msg, sizeof msg, "out-of-bounds %s of buffer '%s' at element %lld (valid 0..%zu)",
-           write ? "write" : "read", b->name, index, b->bytes / b->elem_size - 1);
+           write ? "write" : "read", b->name.c_str(), index, b->bytes / b->elem_size - 1);
   const __kp_thread* where = t_worker && t_worker->running ? &t_worker->running->pos : nullptr;
   add_finding(__KP_F_OOB, line, msg, where, pc);
 }
@@ -61,7 +61,7 @@ static void tg_access(Worker* w, size_t off, size_t n, bool write, void* pc, uns
   if (!var) {
     if (before)
       snprintf(msg, sizeof msg, "out-of-bounds %s of threadgroup variable '%s': byte %zu of a "
-               "%zu-byte variable", write ? "write" : "read", before->name,
+               "%zu-byte variable", write ? "write" : "read", before->name.c_str(),
                off - before->offset, before->size);
     else
       snprintf(msg, sizeof msg, "out-of-bounds %s before the first threadgroup variable",
@@ -89,7 +89,7 @@ static void tg_access(Worker* w, size_t off, size_t n, bool write, void* pc, uns
     } else {
       if (sh.w_group != w->group_serial) {
         snprintf(msg, sizeof msg, "read of threadgroup variable '%s' at byte %zu before any thread "
-                 "of the group wrote it", var->name, off + i - var->offset);
+                 "of the group wrote it", var->name.c_str(), off + i - var->offset);
         add_finding(__KP_F_UNINIT, line, msg, where, pc);
         break;
       }
@@ -110,7 +110,7 @@ static void tg_access(Worker* w, size_t off, size_t n, bool write, void* pc, uns
       else
         snprintf(who, sizeof who, kind, other, me);
       snprintf(msg, sizeof msg, "race on threadgroup variable '%s' byte %zu: %s with no barrier "
-               "between", var->name, off + i - var->offset, who);
+               "between", var->name.c_str(), off + i - var->offset, who);
       add_finding(__KP_F_RACE, line, msg, where, pc);
       break;
     }
@@ -141,7 +141,7 @@ static inline void on_access(void* p, size_t n, bool write, void* pc, unsigned l
     // would change the caller's array (and could fool a checker that reads it afterwards).
     char msg[200];
     snprintf(msg, sizeof msg, "write to input buffer '%s' at element %lld: inputs are const; "
-             "a kernel must not mutate them", b->name,
+             "a kernel must not mutate them", b->name.c_str(),
              ((long long)a - (long long)(uintptr_t)b->data) / (long long)b->elem_size);
     add_finding(__KP_F_INVALID, line, msg, t_worker && t_worker->running ?
                 &t_worker->running->pos : nullptr, pc);
@@ -157,7 +157,7 @@ static inline void check_aligned(void* p, size_t n, void* pc) {
   char msg[200];
   snprintf(msg, sizeof msg, "misaligned %zu-byte access at address 0x%lx%s%s%s (a GPU faults "
            "with 'misaligned address')", n, (unsigned long)a, b ? " in buffer '" : "",
-           b ? b->name : "", b ? "'" : "");
+           b ? b->name.c_str() : "", b ? "'" : "");
   add_finding(__KP_F_INVALID, 0, msg, &w->running->pos, pc);
 }
 

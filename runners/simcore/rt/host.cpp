@@ -11,7 +11,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -21,6 +20,10 @@
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
 
 #include "lockdown.h"
 #include "runtime.h"
@@ -33,20 +36,20 @@ __thread Worker* t_worker = nullptr;
 struct Finding {
   int kind;
   unsigned line;
-  const char* message;
+  std::string message;
   __kp_thread where;
   bool has_where;
   uintptr_t pc_offset;  // in the kernel library, 0 when unknown
   unsigned count;
 };
 
-static pthread_mutex_t g_mutex = PTHREAD_MUTEX_INITIALIZER;  // findings and printf output
-static Array<Finding> g_findings;
-static Text g_printf;
+static std::mutex g_mutex;
+static std::vector<Finding> g_findings;
+static std::string g_printf;
 static const size_t kMaxFindings = 200, kMaxPrintf = 1 << 20;
 static bool g_printf_truncated = false;
 static uintptr_t g_lib_base = 0;
-static int g_finishing = 0;  // set (atomically) by the first thread to write a fatal result
+static std::atomic<int> g_finishing{0};
 static double g_t0, g_kernel_s = 0;
 
 static const char* kind_name(int kind) {
@@ -68,53 +71,45 @@ static uintptr_t pc_offset(void* pc) {
   return pc && g_lib_base && p > g_lib_base ? p - g_lib_base : 0;
 }
 
-// The same finding again (kind, line and place; the message when neither locates it) only
-// counts; `msg` is copied.
-static void add_finding_locked(int kind, unsigned line, const char* msg,
-                               const __kp_thread* where, uintptr_t off) {
+void add_finding(int kind, unsigned line, const char* msg, const __kp_thread* where, void* pc) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  uintptr_t off = pc_offset(pc);
   for (Finding& f : g_findings)
     if (f.kind == kind && f.line == line && f.pc_offset == off &&
-        (off || line || strcmp(f.message, msg) == 0)) {
+        (off || line || f.message == msg)) {
       f.count++;
       return;
     }
   if (g_findings.size() >= kMaxFindings) return;
-  Finding f{kind, line, strdup(msg), {}, where != nullptr, off, 1};
+  Finding f{kind, line, msg, {}, where != nullptr, off, 1};
   if (where) f.where = *where;
-  g_findings.push(f);
+  g_findings.push_back(f);
 }
 
-void add_finding(int kind, unsigned line, const char* msg, const __kp_thread* where, void* pc) {
-  pthread_mutex_lock(&g_mutex);
-  add_finding_locked(kind, line, msg, where, pc_offset(pc));
-  pthread_mutex_unlock(&g_mutex);
-}
-
-static void json_string(Text& out, const char* s) {
-  out.add('"');
+static void json_string(std::string& out, const std::string& s) {
+  out += '"';
   char esc[8];
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') out.add('\\'), out.add((char)c);
-    else if (c < 0x20 || c >= 0x7F) snprintf(esc, sizeof esc, "\\u%04x", c), out.add(esc);
-    else out.add((char)c);
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') out += '\\', out += (char)c;
+    else if (c < 0x20 || c >= 0x7F) snprintf(esc, sizeof esc, "\\u%04x", c), out += esc;
+    else out += (char)c;
   }
-  out.add('"');
+  out += '"';
 }
 
-static void write_finding(Text& out, const Finding& f) {
+static void write_finding(std::string& out, const Finding& f) {
   char buf[256];
   snprintf(buf, sizeof buf, "{\"kind\": \"%s\", \"line\": %u, \"count\": %u, \"pc_offset\": %lu, "
            "\"message\": ", kind_name(f.kind), f.line, f.count, (unsigned long)f.pc_offset);
-  out.add(buf);
+  out += buf;
   json_string(out, f.message);
   if (f.has_where) {
     snprintf(buf, sizeof buf, ", \"thread\": [%u, %u, %u], \"group\": [%u, %u, %u]",
              f.where.tid[0], f.where.tid[1], f.where.tid[2], f.where.gid[0], f.where.gid[1],
              f.where.gid[2]);
-    out.add(buf);
+    out += buf;
   }
-  out.add('}');
+  out += '}';
 }
 
 static double now() {
@@ -124,7 +119,7 @@ static double now() {
 }
 
 static int g_result_fd = -1, g_printf_fd = -1;
-static const char* g_lockdown = "none";
+static std::string g_lockdown = "none";
 static double g_lockdown_s = 0;  // time spent installing Landlock and seccomp
 
 static bool write_all(int fd, const void* data, size_t size, off_t at = -1) {
@@ -142,28 +137,28 @@ static bool write_all(int fd, const void* data, size_t size, off_t at = -1) {
 // The result file is the only verdict channel; the parent never trusts the child's stdout.
 // Both files were opened before the lockdown: nothing here opens a path.
 static void write_result(const char* status, const Finding* fatal) {
-  Text out;
+  std::string out;
   char head[256];
   snprintf(head, sizeof head, "{\"status\": \"%s\", \"wall_s\": %.6f, \"kernel_s\": %.6f, "
            "\"printf_truncated\": %s, \"lockdown_s\": %.6f,\n \"lockdown\": ", status, now() - g_t0,
            g_kernel_s, g_printf_truncated ? "true" : "false", g_lockdown_s);
-  out.add(head);
+  out += head;
   json_string(out, g_lockdown);
-  out.add(",\n \"fatal\": ");
+  out += ",\n \"fatal\": ";
   if (fatal) write_finding(out, *fatal);
-  else out.add("null");
-  out.add(",\n \"findings\": [");
+  else out += "null";
+  out += ",\n \"findings\": [";
   for (size_t i = 0; i < g_findings.size(); i++) {
-    out.add(i ? ",\n  " : "\n  ");
+    out += i ? ",\n  " : "\n  ";
     write_finding(out, g_findings[i]);
   }
-  out.add("]}\n");
-  if (!write_all(g_result_fd, out.c_str(), out.size())) _exit(70);
-  if (g_printf_fd >= 0) write_all(g_printf_fd, g_printf.c_str(), g_printf.size());
+  out += "]}\n";
+  if (!write_all(g_result_fd, out.data(), out.size())) _exit(70);
+  if (g_printf_fd >= 0) write_all(g_printf_fd, g_printf.data(), g_printf.size());
 }
 
 void finish_fatal(int kind, unsigned line, const char* msg, const __kp_thread* where, void* pc) {
-  if (__atomic_exchange_n(&g_finishing, 1, __ATOMIC_SEQ_CST)) {
+  if (g_finishing.exchange(1)) {
     for (;;) pause();  // another thread is already writing the result
   }
   Finding f{kind, line, msg, {}, where != nullptr, pc_offset(pc), 1};
@@ -199,7 +194,7 @@ static void map_buffer(Arg& a) {
   a.data = (unsigned char*)((data_end - a.bytes) & ~(uintptr_t)63);  // 64-byte aligned start
   memset(a.lo, kCanary, a.hi - a.lo);
   // Output buffers stay open for the write-back: no file can be opened after the lockdown.
-  int fd = open(a.path, (a.writes_back ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
+  int fd = open(a.path.c_str(), (a.writes_back ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
   size_t got = 0;
   while (fd >= 0 && got < a.bytes) {
     ssize_t n = read(fd, a.data + got, a.bytes - got);
@@ -208,9 +203,8 @@ static void map_buffer(Arg& a) {
     got += (size_t)n;
   }
   if (fd < 0 || got != a.bytes) {
-    char msg[4200];  // names are at most 4095 bytes (parse_request)
-    snprintf(msg, sizeof msg, "cannot read buffer file for '%s'", a.name);
-    finish_fatal(__KP_F_LIMIT, 0, msg, nullptr, nullptr);
+    std::string msg = "cannot read buffer file for '" + a.name + "'";
+    finish_fatal(__KP_F_LIMIT, 0, msg.c_str(), nullptr, nullptr);
   }
   if (a.writes_back) a.fd = fd;
   else close(fd);
@@ -226,7 +220,7 @@ static void check_canaries() {
       long long index = ((long long)(p - a.data)) / (long long)a.elem_size;
       char msg[256];
       snprintf(msg, sizeof msg, "out-of-bounds write to buffer '%s' near element %lld "
-               "(valid 0..%zu), found after the run", a.name, index,
+               "(valid 0..%zu), found after the run", a.name.c_str(), index,
                a.bytes / a.elem_size - 1);
       add_finding(__KP_F_OOB, 0, msg, nullptr, nullptr);
       break;
@@ -238,9 +232,8 @@ static void write_back() {
   for (Arg& a : g_launch.args) {
     if (!a.is_buffer || !a.writes_back) continue;
     if (!write_all(a.fd, a.data, a.bytes, 0)) {
-      char msg[4200];  // names are at most 4095 bytes (parse_request)
-      snprintf(msg, sizeof msg, "cannot write buffer file of '%s'", a.name);
-      finish_fatal(__KP_F_LIMIT, 0, msg, nullptr, nullptr);
+      std::string msg = "cannot write buffer file of '" + a.name + "'";
+      finish_fatal(__KP_F_LIMIT, 0, msg.c_str(), nullptr, nullptr);
     }
   }
 }
@@ -270,7 +263,7 @@ static void on_signal(int sig, siginfo_t* info, void* uctx) {
     if (b) {
       long long index = ((long long)addr - (long long)(uintptr_t)b->data) / (long long)b->elem_size;
       snprintf(msg, sizeof msg, "out-of-bounds access to buffer '%s' at element %lld (valid "
-               "0..%zu)", b->name, index, b->bytes / b->elem_size - 1);
+               "0..%zu)", b->name.c_str(), index, b->bytes / b->elem_size - 1);
       kind = __KP_F_OOB;
     } else if (w && w->stacks && addr + kStackSlack >= (uintptr_t)w->stacks &&
                addr < (uintptr_t)w->stacks + w->stack_stride * w->stack_count) {
@@ -306,8 +299,8 @@ static void install_signal_handlers() {
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = on_signal;
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-  const int kSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
-  for (int sig : kSignals) sigaction(sig, &sa, nullptr);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS})
+    sigaction(sig, &sa, nullptr);
 }
 
 static void alt_stack() {
@@ -320,66 +313,66 @@ static void alt_stack() {
 
 // ---- request -------------------------------------------------------------------------------
 
-[[noreturn]] static void bad_request(const char* why, const char* detail = "") {
-  fprintf(stderr, "kport-simhost: bad request: %s%s\n", why, detail);
+[[noreturn]] static void bad_request(const std::string& why) {
+  fprintf(stderr, "kport-simhost: bad request: %s\n", why.c_str());
   exit(64);
 }
 
 static void parse_request(const char* path) {
   FILE* f = fopen(path, "r");
-  if (!f) bad_request("cannot open ", path);
+  if (!f) bad_request(std::string("cannot open ") + path);
   char line[8192];
   Launch& L = g_launch;
   while (fgets(line, sizeof line, f)) {
     char key[32], s1[4096], s2[4096], mode[16];
     unsigned long long a, b, c;
     if (sscanf(line, "%31s", key) != 1) continue;
-    auto is = [&](const char* name) { return strcmp(key, name) == 0; };
-    if (is("kernel") && sscanf(line, "%*s %4095s", s1) == 1) L.kernel_path = strdup(s1);
-    else if (is("groups") && sscanf(line, "%*s %llu %llu %llu", &a, &b, &c) == 3)
+    std::string k = key;
+    if (k == "kernel" && sscanf(line, "%*s %4095s", s1) == 1) L.kernel_path = s1;
+    else if (k == "groups" && sscanf(line, "%*s %llu %llu %llu", &a, &b, &c) == 3)
       L.groups[0] = a, L.groups[1] = b, L.groups[2] = c;
-    else if (is("tg") && sscanf(line, "%*s %llu %llu %llu", &a, &b, &c) == 3)
+    else if (k == "tg" && sscanf(line, "%*s %llu %llu %llu", &a, &b, &c) == 3)
       L.tg[0] = a, L.tg[1] = b, L.tg[2] = c;
-    else if (is("grid") && sscanf(line, "%*s %llu %llu %llu", &a, &b, &c) == 3)
+    else if (k == "grid" && sscanf(line, "%*s %llu %llu %llu", &a, &b, &c) == 3)
       L.grid_threads[0] = a, L.grid_threads[1] = b, L.grid_threads[2] = c;
-    else if (is("nonuniform") && sscanf(line, "%*s %llu", &a) == 1) L.nonuniform = a;
-    else if (is("tg_mem") && sscanf(line, "%*s %llu", &a) == 1) L.tg_mem_limit = a;
-    else if (is("dyn_smem") && sscanf(line, "%*s %llu", &a) == 1) L.dyn_smem = a;
-    else if (is("threads") && sscanf(line, "%*s %llu", &a) == 1) L.os_threads = (int)a;
-    else if (is("checked") && sscanf(line, "%*s %llu", &a) == 1) L.checked = a;
-    else if (is("stack") && sscanf(line, "%*s %llu", &a) == 1) L.stack_size = a;
-    else if (is("result") && sscanf(line, "%*s %4095s", s1) == 1) L.result_path = strdup(s1);
-    else if (is("printf") && sscanf(line, "%*s %4095s", s1) == 1) L.printf_path = strdup(s1);
-    else if (is("lockdown") && sscanf(line, "%*s %4095s", s1) == 1)
+    else if (k == "nonuniform" && sscanf(line, "%*s %llu", &a) == 1) L.nonuniform = a;
+    else if (k == "tg_mem" && sscanf(line, "%*s %llu", &a) == 1) L.tg_mem_limit = a;
+    else if (k == "dyn_smem" && sscanf(line, "%*s %llu", &a) == 1) L.dyn_smem = a;
+    else if (k == "threads" && sscanf(line, "%*s %llu", &a) == 1) L.os_threads = (int)a;
+    else if (k == "checked" && sscanf(line, "%*s %llu", &a) == 1) L.checked = a;
+    else if (k == "stack" && sscanf(line, "%*s %llu", &a) == 1) L.stack_size = a;
+    else if (k == "result" && sscanf(line, "%*s %4095s", s1) == 1) L.result_path = s1;
+    else if (k == "printf" && sscanf(line, "%*s %4095s", s1) == 1) L.printf_path = s1;
+    else if (k == "lockdown" && sscanf(line, "%*s %4095s", s1) == 1)
       L.lockdown_required = strcmp(s1, "optional") != 0;
-    else if (is("buffer") &&
+    else if (k == "buffer" &&
              sscanf(line, "%*s %4095s %llu %llu %15s %4095s", s1, &a, &b, mode, s2) == 5) {
       Arg arg;
-      arg.name = strdup(s1), arg.is_buffer = true, arg.elem_size = a ? a : 1, arg.bytes = b;
-      arg.writes_back = strcmp(mode, "in") != 0, arg.path = strdup(s2);
-      L.args.push(arg);
-    } else if (is("scalar") && sscanf(line, "%*s %4095s %4095s", s1, s2) == 2) {
+      arg.name = s1, arg.is_buffer = true, arg.elem_size = a ? a : 1, arg.bytes = b;
+      arg.writes_back = strcmp(mode, "in") != 0, arg.path = s2;
+      L.args.push_back(arg);
+    } else if (k == "scalar" && sscanf(line, "%*s %4095s %4095s", s1, s2) == 2) {
       Arg arg;
-      arg.name = strdup(s1);
+      arg.name = s1;
       for (size_t i = 0; s2[i] && s2[i + 1]; i += 2) {
         unsigned byte;
         sscanf(s2 + i, "%2x", &byte);
-        arg.scalar.push((unsigned char)byte);
+        arg.scalar.push_back((unsigned char)byte);
       }
       arg.scalar.resize((arg.scalar.size() + 15) / 16 * 16 + 16);  // aligned room for any type
-      L.args.push(arg);
+      L.args.push_back(arg);
     } else {
-      bad_request("cannot parse line: ", line);
+      bad_request(std::string("cannot parse line: ") + line);
     }
   }
   fclose(f);
-  if (!L.kernel_path || !L.result_path) bad_request("kernel and result are required");
+  if (L.kernel_path.empty() || L.result_path.empty()) bad_request("kernel and result are required");
 }
 
 static void load_kernel() {
   Launch& L = g_launch;
-  void* lib = dlopen(L.kernel_path, RTLD_NOW | RTLD_LOCAL);
-  if (!lib) bad_request("cannot load kernel library: ", dlerror());
+  void* lib = dlopen(L.kernel_path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) bad_request(std::string("cannot load kernel library: ") + dlerror());
   L.entry = (void (*)(void**))dlsym(lib, "__kp_kernel_entry");
   L.run_threads = (void (*)(void**, __kp_thread*))dlsym(lib, "__kp_kernel_run_threads");
   L.current_slot = (__kp_thread** (*)(void))dlsym(lib, "__kp_kernel_current_slot");
@@ -411,48 +404,26 @@ extern "C" int __kp_printf(const char* fmt, ...) {
   va_start(ap, fmt);
   int n = vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
-  pthread_mutex_lock(&g_mutex);
+  std::lock_guard<std::mutex> lock(g_mutex);
   if (g_printf.size() + strlen(buf) > kMaxPrintf) g_printf_truncated = true;
-  else g_printf.add(buf);
-  pthread_mutex_unlock(&g_mutex);
+  else g_printf += buf;
   return n;
 }
 
-static Array<void** (*)(void)> g_dyn_slots;
+static std::vector<void** (*)(void)> g_dyn_slots;
 
 extern "C" int __kp_register_dyn_smem(void** (*slot)(void)) {
-  g_dyn_slots.push(slot);
+  g_dyn_slots.push_back(slot);
   return 0;
 }
 
-// Threadgroups are handed out one at a time, in order, to whichever thread of the pool is free.
-static uint64_t g_next_group = 0, g_total_groups = 0;
-
-// One OS thread of the pool (`index` 0 is the main thread): runs groups until none is left.
-static void* run_worker(void* index) {
-  alt_stack();
-  Worker* w = (Worker*)calloc(1, sizeof(Worker));
-  w->index = (int)(intptr_t)index;
-  t_worker = w;
-  w->cur_slot = g_launch.current_slot();
-  worker_setup(w);
-  for (auto slot : g_dyn_slots) *slot() = w->dyn_smem;
-  const uint32_t* groups = g_launch.groups;
-  for (uint64_t g; (g = __atomic_fetch_add(&g_next_group, 1, __ATOMIC_SEQ_CST)) < g_total_groups;) {
-    uint32_t gx = g % groups[0];
-    uint32_t gy = (g / groups[0]) % groups[1];
-    uint32_t gz = g / ((uint64_t)groups[0] * groups[1]);
-    run_group(w, gx, gy, gz);
-  }
-  return nullptr;
+static int open_output(const std::string& path) {
+  return path.empty() ? -1 : open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+                                  O_NOFOLLOW, 0600);
 }
 
-static int open_output(const char* path) {
-  return !path ? -1 : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-}
-
-[[noreturn]] static void cannot_lock_down(const char* why) {
-  fprintf(stderr, "kport-simhost: cannot lock down: %s\n", why);
+[[noreturn]] static void cannot_lock_down(const std::string& why) {
+  fprintf(stderr, "kport-simhost: cannot lock down: %s\n", why.c_str());
   exit(65);
 }
 
@@ -463,15 +434,16 @@ static void lock_and_load() {
   // read-only view already limits what a read could reach)
   bool required = g_launch.lockdown_required;
   double t0 = now();
-  Lockdown lock = lock_before_load(g_launch.kernel_path);
+  Lockdown lock = lock_before_load(g_launch.kernel_path.c_str());
   g_lockdown_s = now() - t0;
   if (required && !lock.seccomp) cannot_lock_down(lock.problem);
   load_kernel();
   if (lock.seccomp) {
     t0 = now();
-    lock_after_load(&lock);
+    std::string problem = lock_after_load();
     g_lockdown_s += now() - t0;
-    if (required && !lock.seccomp) cannot_lock_down(lock.problem);
+    if (required && !problem.empty()) cannot_lock_down(problem);
+    lock.seccomp = problem.empty();
   }
   if (lock.landlock_abi && lock.seccomp) g_lockdown = "landlock+seccomp";
   else if (lock.landlock_abi || lock.seccomp) g_lockdown = lock.seccomp ? "seccomp" : "landlock";
@@ -493,7 +465,7 @@ int main(int argc, char** argv) {
     if (a.is_buffer) map_buffer(a);
     else a.value_slot = a.scalar.data();
   }
-  for (Arg& a : g_launch.args) g_launch.arg_ptrs.push(a.value_slot);
+  for (Arg& a : g_launch.args) g_launch.arg_ptrs.push_back(a.value_slot);
 #if defined(__GLIBC__)
   // Kernels are linked without libraries (-nostdlib, simbuild.py): their math calls bind to
   // this libm, loaded now because nothing can be opened once the lockdown is in place.
@@ -503,15 +475,27 @@ int main(int argc, char** argv) {
   uint64_t total = (uint64_t)g_launch.groups[0] * g_launch.groups[1] * g_launch.groups[2];
   int nthreads = g_launch.os_threads > 0 ? g_launch.os_threads : 1;
   if ((uint64_t)nthreads > total) nthreads = total ? (int)total : 1;
-  g_total_groups = total;
-  Array<pthread_t> pool;
-  pool.resize(nthreads);
+  std::atomic<uint64_t> next{0};
+  auto work = [&](int index) {
+    alt_stack();
+    Worker* w = new Worker();
+    w->index = index;
+    t_worker = w;
+    w->cur_slot = g_launch.current_slot();
+    worker_setup(w);
+    for (auto slot : g_dyn_slots) *slot() = w->dyn_smem;
+    for (uint64_t g; (g = next.fetch_add(1)) < total;) {
+      uint32_t gx = g % g_launch.groups[0];
+      uint32_t gy = (g / g_launch.groups[0]) % g_launch.groups[1];
+      uint32_t gz = g / ((uint64_t)g_launch.groups[0] * g_launch.groups[1]);
+      run_group(w, gx, gy, gz);
+    }
+  };
+  std::vector<std::thread> pool;
   double t_start = now();
-  for (int i = 1; i < nthreads; i++)
-    if (pthread_create(&pool[i], nullptr, run_worker, (void*)(intptr_t)i) != 0)
-      abort();  // the launch ends as a crash finding (on_signal)
-  run_worker((void*)(intptr_t)0);
-  for (int i = 1; i < nthreads; i++) pthread_join(pool[i], nullptr);
+  for (int i = 1; i < nthreads; i++) pool.emplace_back(work, i);
+  work(0);
+  for (auto& t : pool) t.join();
   g_kernel_s = now() - t_start;
   if (!g_launch.checked) check_canaries();  // checked mode already saw every access
   write_back();

@@ -13,14 +13,13 @@
 #include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "array.h"
+#include <vector>
 
 namespace __kp {
 namespace {
@@ -37,12 +36,6 @@ const long kLandlockCreate = 444, kLandlockAddRule = 445, kLandlockRestrict = 44
 const uint32_t kLandlockVersion = 1u << 0;  // LANDLOCK_CREATE_RULESET_VERSION
 const uint64_t kFsExecute = 1u << 0, kFsReadFile = 1u << 2;
 
-// Why a step failed: "what: strerror(errno)" into problem[kProblemBytes].
-const size_t kProblemBytes = sizeof(Lockdown::problem);
-void failed(char* problem, const char* what) {
-  snprintf(problem, kProblemBytes, "%s: %s", what, strerror(errno));
-}
-
 uint64_t landlock_fs_rights(int abi) {
   uint64_t all = (1u << 13) - 1;  // ABI 1: execute .. make_sym
   if (abi >= 2) all |= 1u << 13;  // refer
@@ -53,10 +46,10 @@ uint64_t landlock_fs_rights(int abi) {
 
 // Only `library` may be opened, for reading and mapping as code; no TCP bind/connect (ABI 4);
 // no signals to or abstract sockets of processes outside this domain (ABI 6).
-int install_landlock(const char* library, char* problem) {
+int install_landlock(const char* library, std::string* problem) {
   int abi = (int)syscall(kLandlockCreate, nullptr, 0, kLandlockVersion);
   if (abi < 1) {
-    snprintf(problem, kProblemBytes, "Landlock is not available in this kernel");
+    *problem = "Landlock is not available in this kernel";
     return 0;
   }
   LandlockRulesetAttr attr = {landlock_fs_rights(abi), 0, 0};
@@ -65,7 +58,7 @@ int install_landlock(const char* library, char* problem) {
   if (abi >= 6) attr.scoped = 3, size = sizeof attr;
   int ruleset = (int)syscall(kLandlockCreate, &attr, size, 0);
   if (ruleset < 0) {
-    failed(problem, "landlock_create_ruleset");
+    *problem = std::string("landlock_create_ruleset: ") + strerror(errno);
     return 0;
   }
   int lib = open(library, O_PATH | O_CLOEXEC);
@@ -73,7 +66,7 @@ int install_landlock(const char* library, char* problem) {
   bool ok = lib >= 0 && syscall(kLandlockAddRule, ruleset, 1 /* PATH_BENEATH */, &rule, 0) == 0 &&
             prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
             syscall(kLandlockRestrict, ruleset, 0) == 0;
-  if (!ok) failed(problem, "landlock rules");
+  if (!ok) *problem = std::string("landlock rules: ") + strerror(errno);
   if (lib >= 0) close(lib);
   close(ruleset);
   return ok ? abi : 0;
@@ -102,10 +95,10 @@ const long kAllowed[] = {
 };
 
 struct Filter {
-  Array<sock_filter> code;
+  std::vector<sock_filter> code;
 
   void op(uint16_t c, uint32_t k, uint8_t jt = 0, uint8_t jf = 0) {
-    code.push(sock_filter{c, jt, jf, k});
+    code.push_back(sock_filter{c, jt, jf, k});
   }
   void ret(uint32_t action) { op(BPF_RET | BPF_K, action); }
   void load_nr() { op(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)); }
@@ -129,7 +122,7 @@ struct Filter {
   }
 };
 
-Array<sock_filter> build_filter(bool loading) {
+std::vector<sock_filter> build_filter(bool loading) {
   Filter f;
   f.op(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch));
   f.op(BPF_JMP | BPF_JEQ | BPF_K, kArch, 1, 0);
@@ -162,8 +155,7 @@ Array<sock_filter> build_filter(bool loading) {
   });
   // signals only to this process (abort() raises one)
   uint32_t self = (uint32_t)getpid();
-  const long kSignalCalls[] = {__NR_kill, __NR_tgkill};
-  for (long nr : kSignalCalls) {
+  for (long nr : {(long)__NR_kill, (long)__NR_tgkill}) {
     f.when(nr, [&] {
       f.load_arg(0);
       f.op(BPF_JMP | BPF_JEQ | BPF_K, self, 0, 1);
@@ -188,14 +180,14 @@ Array<sock_filter> build_filter(bool loading) {
   return f.code;
 }
 
-bool install_seccomp(bool loading, char* problem) {
-  Array<sock_filter> code = build_filter(loading);
+bool install_seccomp(bool loading, std::string* problem) {
+  std::vector<sock_filter> code = build_filter(loading);
   sock_fprog prog = {(unsigned short)code.size(), code.data()};
   // (the first stage already set no_new_privs; the filter it installed forbids prctl)
   if ((loading && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ||
       syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, loading ? 0 : SECCOMP_FILTER_FLAG_TSYNC,
               &prog) != 0) {
-    failed(problem, "seccomp");
+    *problem = std::string("seccomp: ") + strerror(errno);
     return false;
   }
   return true;
@@ -205,16 +197,18 @@ bool install_seccomp(bool loading, char* problem) {
 
 Lockdown lock_before_load(const char* library) {
   Lockdown out;
-  char landlock_problem[kProblemBytes] = "", seccomp_problem[kProblemBytes] = "";
-  out.landlock_abi = install_landlock(library, landlock_problem);
-  out.seccomp = install_seccomp(true, seccomp_problem);
-  snprintf(out.problem, sizeof out.problem, "%s%s%s", landlock_problem,
-           *landlock_problem && *seccomp_problem ? "; " : "", seccomp_problem);
+  std::string landlock_problem, seccomp_problem;
+  out.landlock_abi = install_landlock(library, &landlock_problem);
+  out.seccomp = install_seccomp(true, &seccomp_problem);
+  out.problem = landlock_problem + (landlock_problem.empty() || seccomp_problem.empty() ? "" : "; ")
+                + seccomp_problem;
   return out;
 }
 
-void lock_after_load(Lockdown* lock) {
-  if (!install_seccomp(false, lock->problem)) lock->seccomp = false;
+std::string lock_after_load() {
+  std::string problem;
+  install_seccomp(false, &problem);
+  return problem;
 }
 
 const char* syscall_name(long nr) {
@@ -262,19 +256,14 @@ const char* syscall_name(long nr) {
 }  // namespace __kp
 
 #else  // no Landlock or seccomp here (macOS, other architectures)
-#include <stdio.h>
 
 namespace __kp {
 Lockdown lock_before_load(const char*) {
   Lockdown out;
-  snprintf(out.problem, sizeof out.problem,
-           "Landlock and seccomp exist only on Linux (x86_64, aarch64)");
+  out.problem = "Landlock and seccomp exist only on Linux (x86_64, aarch64)";
   return out;
 }
-void lock_after_load(Lockdown* lock) {
-  lock->seccomp = false;
-  snprintf(lock->problem, sizeof lock->problem, "seccomp exists only on Linux (x86_64, aarch64)");
-}
+std::string lock_after_load() { return "seccomp exists only on Linux (x86_64, aarch64)"; }
 const char* syscall_name(long) { return ""; }
 }  // namespace __kp
 

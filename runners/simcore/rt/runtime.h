@@ -3,22 +3,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <mutex>
+#include <string>
+#include <vector>
+
 #include "../include/kport/rt.h"
-#include "array.h"
 #include "fiber.h"
 
 namespace __kp {
 
 // One kernel argument as the request file describes it.
 struct Arg {
-  const char* name = "";
+  std::string name;
   bool is_buffer = false;
   bool writes_back = false;  // out/inout: copied back to its file after the run
   size_t elem_size = 1;
   size_t bytes = 0;
-  const char* path = "";     // buffer contents (in and out)
+  std::string path;          // buffer contents (in and out)
   int fd = -1;               // out/inout: kept open for the write-back (no opens after lockdown)
-  Array<unsigned char> scalar;  // scalar bytes
+  std::vector<unsigned char> scalar;  // scalar bytes
   // Buffer placement: [guard][lo redzone][data][hi redzone][guard]
   unsigned char* map = nullptr;
   size_t map_bytes = 0;
@@ -47,7 +50,7 @@ struct SimThread {
 struct TgVar {
   const void* site;
   size_t offset, size;
-  const char* name;
+  std::string name;
   unsigned line;
 };
 
@@ -58,13 +61,12 @@ struct Shadow {
   uint32_t w_simd_epoch, r_simd_epoch;
 };
 
-// One OS thread of the pool: runs whole threadgroups, one at a time. Allocated zeroed (calloc),
-// which is every field's starting value.
+// One OS thread of the pool: runs whole threadgroups, one at a time.
 struct Worker {
   int index = 0;
-  Array<SimThread> threads;
-  Array<unsigned char> simd_snap;  // per simd group: 32 slots of __KP_SLOT_BYTES
-  Array<uint32_t> simd_epoch;
+  std::vector<SimThread> threads;
+  std::vector<std::vector<unsigned char>> simd_snap;  // per simd group: 32 slots
+  std::vector<uint32_t> simd_epoch;
   Fiber main_fiber;
   SimThread* running = nullptr;
   __kp_thread** cur_slot = nullptr;    // the kernel library's __kp_cur of this OS thread
@@ -72,9 +74,9 @@ struct Worker {
   uint32_t simd_waiting = 0;         // threads blocked at a collective since the last resolve
   unsigned char* tg_arena = nullptr;  // threadgroup memory (+ redzones in checked mode)
   size_t tg_capacity = 0, tg_used = 0, tg_limit = 0;
-  Array<TgVar> tg_vars;
+  std::vector<TgVar> tg_vars;
   unsigned char* dyn_smem = nullptr;
-  Array<Shadow> shadow;              // checked mode: one per arena byte
+  std::vector<Shadow> shadow;        // checked mode: one per arena byte
   uint32_t epoch = 0;                // bumps at every group start and barrier
   uint32_t group_serial = 0;
   char* stacks = nullptr;
@@ -82,7 +84,7 @@ struct Worker {
 };
 
 struct Launch {
-  const char* kernel_path = nullptr;
+  std::string kernel_path;
   uint32_t groups[3] = {1, 1, 1};
   uint32_t tg[3] = {1, 1, 1};
   uint32_t grid_threads[3] = {1, 1, 1};
@@ -92,16 +94,16 @@ struct Launch {
   int os_threads = 1;
   bool checked = false;        // kernel built with access instrumentation
   size_t stack_size = 128 * 1024;
-  const char* result_path = nullptr;
-  const char* printf_path = nullptr;
+  std::string result_path, printf_path;
   bool lockdown_required = true;  // fail rather than run the kernel without Landlock + seccomp
-  Array<Arg> args;
-  Array<void*> arg_ptrs;
+  std::vector<Arg> args;
+  std::vector<void*> arg_ptrs;
   // from the kernel library
   void (*entry)(void**) = nullptr;
   void (*run_threads)(void**, __kp_thread*) = nullptr;
   __kp_thread** (*current_slot)(void) = nullptr;
   int needs_sync = 1;
+  std::string dialect;
 };
 
 extern Launch g_launch;

@@ -14,7 +14,6 @@ namespace __kp {
 static const size_t kTgRedzone = 64;  // checked mode: gap after each threadgroup variable
 static const size_t kStackGuard = 1 << 20;  // a frame jumping further still faults in the gap
 static const size_t kStagger = 64 * 64 + 16 * 4096;  // largest offset of a stack top (below)
-static const size_t kSnapBytes = __KP_SIMD_WIDTH * __KP_SLOT_BYTES;  // one SIMD group's slots
 
 static size_t page_size() { return (size_t)sysconf(_SC_PAGESIZE); }
 
@@ -24,15 +23,15 @@ void worker_setup(Worker* w) {
   uint32_t n = group_threads();
   w->threads.resize(n);
   uint32_t nsimd = (n + __KP_SIMD_WIDTH - 1) / __KP_SIMD_WIDTH;
-  w->simd_snap.resize(nsimd * kSnapBytes);
-  w->simd_epoch.resize(nsimd);
+  w->simd_snap.assign(nsimd, std::vector<unsigned char>(__KP_SIMD_WIDTH * __KP_SLOT_BYTES));
+  w->simd_epoch.assign(nsimd, 0);
   // Arena: room for the limit, plus redzones between variables when checked.
   w->tg_limit = g_launch.tg_mem_limit;
   w->tg_capacity = g_launch.tg_mem_limit * (g_launch.checked ? 2 : 1) + 64 * kTgRedzone;
   w->tg_arena = (unsigned char*)aligned_alloc(64, (w->tg_capacity + 63) / 64 * 64);
   if (g_launch.dyn_smem)
     w->dyn_smem = (unsigned char*)aligned_alloc(64, (g_launch.dyn_smem + kTgRedzone + 63) / 64 * 64);
-  if (g_launch.checked) w->shadow.resize(w->tg_capacity);
+  if (g_launch.checked) w->shadow.assign(w->tg_capacity, Shadow{});
   if (!g_launch.needs_sync) return;
   size_t ps = page_size();
   w->stack_size = (g_launch.stack_size + kStagger + ps - 1) / ps * ps;
@@ -148,7 +147,7 @@ static bool resolve_simd(Worker* w, uint32_t n) {
                 (unsigned long long)mask,
                 (unsigned long long)(pick->required & existing & ~mask));
     }
-    unsigned char* snap = &w->simd_snap[s * kSnapBytes];
+    unsigned char* snap = w->simd_snap[s].data();
     for (uint64_t m = mask; m; m &= m - 1) {
       uint32_t lane = __builtin_ctzll(m);
       SimThread* t = &w->threads[base + lane];
@@ -298,7 +297,7 @@ extern "C" uint64_t __kp_simd_sync(const void* value, unsigned size, unsigned li
   t->required = required;
   w->simd_waiting++;
   yield_from(w, t);
-  *snapshot = &w->simd_snap[t->pos.simd * kSnapBytes];
+  *snapshot = w->simd_snap[t->pos.simd].data();
   return t->mask;
 }
 
@@ -331,7 +330,7 @@ extern "C" void* __kp_tg_alloc(const void* site, size_t size, size_t align, cons
     finish_fatal(__KP_F_LIMIT, line, "threadgroup memory: too many variables for the arena",
                  w->running ? &w->running->pos : nullptr, nullptr);
   w->tg_used = offset + size + (g_launch.checked ? kTgRedzone : 0);
-  w->tg_vars.push(TgVar{site, offset, size, strdup(name), line});
+  w->tg_vars.push_back(TgVar{site, offset, size, name, line});
   memset(w->tg_arena + offset, 0xFF, w->tg_used - offset);
   return w->tg_arena + offset;
 }
