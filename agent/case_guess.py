@@ -10,7 +10,6 @@ again with --case DIR/case.guessed.toml, which load_case_arg reads.
 
 from __future__ import annotations
 
-import ast
 import math
 import shutil
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 import tomli_w
 
 from agent.cuda_source import read_cuda, stub_note
-from agent.host_launch import find_launches
+from agent.host_launch import find_launches, size_names
 from agent.translate import cuda_closure, translate_kernel
 from agent.translate.analyze import TYPE_DTYPES
 from corpus.cases import CATEGORIES, CaseError, evaluate, load_case
@@ -85,7 +84,7 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     if launch is not None:
         grid, block = launch.grid, launch.block
         shared_mem = launch.shared_mem if shared_mem is None else shared_mem
-        ints = _names_in([*grid, *block, str(shared_mem or 0), *values.values()])
+        ints = size_names([*grid, *block, str(shared_mem or 0), *values.values()])
         guessed.append(f"CUDA launch from the host code: {launch.host} at "
                        f"{view.where(launch.line)}: grid {grid}, block {block}, dynamic "
                        f"shared memory {shared_mem or 0}; kernel scalars {values}")
@@ -149,17 +148,6 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     return load_case(folder), guessed
 
 
-def _names_in(exprs: list[str]) -> list[str]:
-    """The size names ``exprs`` use, in order of first use."""
-    seen = []
-    for expr in exprs:
-        for node in ast.walk(ast.parse(str(expr), mode="eval")):
-            if isinstance(node, ast.Name) and node.id not in ("min", "max", "ceil_div") and \
-                    node.id not in seen:
-                seen.append(node.id)
-    return seen
-
-
 def _host_launch(view, kernel: str, params: list[str], ints: list[str], sizes: dict):
     """(the first launch of ``kernel`` in the file's host code that sizes can express, the
     kernel's int scalars as expressions over its sizes) or (None, {}): agent/host_launch.py.
@@ -169,7 +157,7 @@ def _host_launch(view, kernel: str, params: list[str], ints: list[str], sizes: d
             continue
         values = {name: expr for name, expr in zip(params, launch.args, strict=False)
                   if name in ints and expr is not None}
-        used = _names_in([*launch.grid, *launch.block, str(launch.shared_mem), *values.values()])
+        used = size_names([*launch.grid, *launch.block, str(launch.shared_mem), *values.values()])
         if not used or (sizes and set(used) != set(sizes)):
             continue
         return launch, values

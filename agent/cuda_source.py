@@ -1,11 +1,12 @@
 """The CUDA file a user points kport at, read as nvcc reads it in its own tree.
 
-``kport translate``, ``kport port`` and ``kport sim`` take the file where it sits, with
-nvcc's ``-I DIR`` and ``-D NAME[=VALUE]``: the file's folder is searched first, local headers
-are inlined, ``#if`` groups are decided by clang with kport's CUDA headers
-(runners/cuda_sim/reading.py), and host libraries nowhere to be found are read as empty. The
-translator reads the result; a guessed case carries the kernel's device-code closure
-(agent.translate.cuda_closure), so that it builds without the host code and its libraries.
+``kport translate`` and ``kport port`` take the file where it sits, with nvcc's ``-I DIR``
+and ``-D NAME[=VALUE]`` (``kport sim`` takes the same flags but compiles the whole file): the
+file's folder is searched first, local headers are inlined, ``#if`` groups are decided by
+clang with kport's CUDA headers (runners/cuda_sim/reading.py), and host libraries nowhere to
+be found are read as empty. The translator reads the result; a guessed case carries the
+kernel's device-code closure (agent.translate.cuda_closure), so that it builds without the
+host code and its libraries.
 """
 
 from __future__ import annotations

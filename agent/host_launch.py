@@ -151,6 +151,17 @@ def _locals(fn, before: int, data: bytes) -> dict[str, str | list[str]]:
     return out
 
 
+def size_names(exprs: list[str]) -> list[str]:
+    """The size names size expressions ``exprs`` use (not their functions), in order."""
+    seen = []
+    for expr in exprs:
+        for node in ast.walk(ast.parse(str(expr).strip(), mode="eval")):
+            if isinstance(node, ast.Name) and node.id not in ("min", "max", "ceil_div") and \
+                    node.id not in seen:
+                seen.append(node.id)
+    return seen
+
+
 def _size_expr(text: str, local: dict, macros: dict[str, str], params: list[str],
                problems: list[str]) -> str | None:
     """``text`` as a size expression over ``params``, or None (a reason in ``problems``)."""
@@ -178,7 +189,7 @@ def _size_expr(text: str, local: dict, macros: dict[str, str], params: list[str]
     except SyntaxError:
         problems.append(f"cannot read {text.strip()!r} as a size expression")
         return None
-    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} - {"min", "max"}
+    names = set(size_names([text.strip()]))
     allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Load,
                ast.Call, ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.USub,
                ast.LShift, ast.RShift)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -47,9 +47,10 @@ class RewriteTable:
     atomics: dict[str, Rewrite]
     scoped: dict[str, Rewrite]  # `std::numeric_limits` -> the namespace it lives in in Metal
     library: frozenset[str] = frozenset()  # MSL functions with CUDA's name and meaning
+    called: frozenset[str] = frozenset()  # the names of ``calls`` (load_rewrites fills it)
 
-    def call_names(self) -> set[str]:
-        return {n for n, _ in self.calls}
+    def call_names(self) -> frozenset[str]:
+        return self.called
 
     def constructs(self) -> set[str]:
         """Every spelling the table knows: what coverage counts."""
@@ -100,4 +101,4 @@ def load_rewrites(path: Path = REWRITES_FILE) -> RewriteTable:
                         table.calls[(name, n)] = rw
                 else:
                     getattr(table, _TABLES[kind])[name] = rw
-    return table
+    return replace(table, called=frozenset(n for n, _ in table.calls))

@@ -300,7 +300,7 @@ def inlined_source(code: str, filename: str, options=(), *, edit=None,
     edit = edit or (lambda name, text: text)
     if texts is not None:
         texts[filename] = code
-    search = [Path(folder) for folder in include_dirs(options)]
+    search = [Path(folder).resolve() for folder in include_dirs(options)]
     if not search:
         return edit(filename, code)
     return _inline_includes(edit(filename, code), search[0], filename, search=search,
@@ -320,10 +320,9 @@ def _find_header(name: str, here: Path, search: list[Path]) -> Path | None:
     whatever is inlined reaches the compiler's messages."""
     if Path(name).is_absolute():
         return None
-    roots = [folder.resolve() for folder in search]
     for folder in (here, *search):
         path = (folder / name).resolve()
-        if path.is_file() and any(path.is_relative_to(root) for root in roots):
+        if path.is_file() and any(path.is_relative_to(root) for root in search):
             return path
     return None
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from runners.cuda_sim import CUDA_HEAD, inlined_source, macro_definitions
 from runners.lifetime import temp_folder
 from runners.sandbox import Limits, read_jailed
-from runners.settings import load_settings
+from runners.settings import Settings, load_settings
 from runners.simbuild import (
     COMPILE_MEMORY,
     CUDA_SYSINCLUDE,
@@ -89,11 +89,12 @@ def read_as_compiled(code: str, filename: str, options=()) -> SourceView:
                       macro_definitions(options))
     unit = f'{CUDA_HEAD}{defines}#line 1 "{filename}"\n{inlined}\n'
     stubbed: list[str] = []
+    settings = load_settings()
     with temp_folder("kport-read-") as tmp:
         scratch = Path(tmp)
         (scratch / "unit.cpp").write_text(unit)
         for _ in range(MAX_STUBS + 1):
-            text, missing = _preprocess(scratch, filename, files)
+            text, missing = _preprocess(scratch, filename, files, settings)
             if text is not None:
                 view = _view(text, files)
                 view.stubbed = stubbed
@@ -108,10 +109,10 @@ def read_as_compiled(code: str, filename: str, options=()) -> SourceView:
                       f"({', '.join(stubbed[:5])}, ...); is this CUDA code?")
 
 
-def _preprocess(scratch: Path, filename: str, files: dict[str, str]) -> tuple[str | None, str]:
+def _preprocess(scratch: Path, filename: str, files: dict[str, str],
+                settings: Settings) -> tuple[str | None, str]:
     """(clang's directives-only output of ``scratch``/unit.cpp, "") or (None, the name of a
     missing system header to read as empty); SourceError for any other failure."""
-    settings = load_settings()
     compiler = find_compiler(settings.cxx)
     flags = [*KERNEL_FLAGS, f"-I{INCLUDE}", f"-I{CUDA_SYSINCLUDE}", "-idirafter", "stubs",
              "-E", "-fdirectives-only"]
