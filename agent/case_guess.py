@@ -11,19 +11,23 @@ again with --case DIR/case.guessed.toml, which load_case_arg reads.
 from __future__ import annotations
 
 import math
+import re
 import shutil
 from pathlib import Path
 
 import tomli_w
 
 from agent.cuda_source import read_cuda, stub_note
-from agent.host_launch import find_launches, size_names
+from agent.host_launch import find_launches, instantiations, matches, size_names
+from agent.shape_probe import ArgProbe, probe_shapes
 from agent.translate import cuda_closure, translate_kernel
-from agent.translate.analyze import TYPE_DTYPES
+from agent.translate.analyze import TYPE_DTYPES, template_params
+from agent.translate.macros import split_template_args
 from corpus.cases import CATEGORIES, CaseError, evaluate, load_case
 from kb.features import guess_category
 from runners.cuda_sim.reading import SourceView
 from runners.errors import KportError
+from runners.structs import buffer_size
 
 GUESSED = "case.guessed.toml"  # the guessed case's name in an output package
 # A package's own files, never part of the case a --case copy is loaded from.
@@ -37,13 +41,22 @@ def case_toml(data: dict) -> str:
     return tomli_w.dumps({k: v for k, v in data.items() if v != []})
 
 
-def _dtype(name: str, ctype: str, template: dict | None = None) -> str:
+# C's size types as the arrays and scalars of a case hold them (LP64, as nvcc on Linux)
+_SIZE_TYPES = {"size_t": "uint64", "ptrdiff_t": "int64", "ssize_t": "int64",
+               "unsigned long": "uint64", "long int": "int64", "intptr_t": "int64",
+               "uintptr_t": "uint64"}
+
+
+def _dtype(name: str, ctype: str, template: dict | None = None, enums=()) -> str:
     """The dtype of an argument of C type ``ctype``; a template type parameter takes the
     type the kernel's name gives it (``op_clamp_kernel<float>``: ``T`` is float32)."""
     words = ctype.replace("const", " ").replace("__restrict__", " ").replace("*", " ").split()
     spelled = " ".join(words)
     bound = (template or {}).get(spelled)
-    dtype = TYPE_DTYPES.get(spelled) or (bound if bound in TYPE_DTYPES.values() else None)
+    if spelled.startswith("enum ") or spelled in (enums or ()):
+        return "int32"  # an enum's value, as C passes an unscoped enum of int range
+    dtype = TYPE_DTYPES.get(spelled) or _SIZE_TYPES.get(spelled) or (
+        bound if bound in TYPE_DTYPES.values() else None)
     if dtype is None:
         raise KportError(f"cannot guess the element type of argument {name!r} ({ctype!r}); "
                          "write a case.toml for it (docs/corpus.md) and pass --case")
@@ -66,10 +79,14 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     guessed). ``shared_mem``: the launch's dynamic shared memory in bytes (an expression over
     the sizes), else 0. Raises KportError for a kernel or argument it cannot describe, and
     CaseError if the result does not validate."""
-    src, view = device_code(src_path, kernel, include, define)
+    view = read_cuda(src_path, include, define)
+    kernel, picked = resolve_kernel(view.text, kernel, str(src_path))
+    src = cuda_closure(view.text, kernel, where=src_path.name, origin=view.origin)
     source = f"{src_path.stem}.device.cu"
     tr = translate_kernel(src, kernel, where=str(src_path))
-    guessed: list[str] = [f"roles inferred by the translator: {tr.roles}"]
+    enums = set(re.findall(r"\benum\s+(?:class\s+|struct\s+)?([A-Za-z_]\w*)", src)) | set(
+        re.findall(r"\btypedef\s+enum\b[^;{]*\{[^}]*\}\s*([A-Za-z_]\w*)\s*;", src))
+    guessed: list[str] = [f"roles inferred by the translator: {tr.roles}", *picked]
     headers = sorted(set(view.files) - {src_path.name})
     guessed.append(f"CUDA source: {source}, the device code {tr.kernel} needs of "
                    f"{src_path.name}" + (f" and {', '.join(headers)}" if headers else "")
@@ -77,7 +94,7 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     if note := stub_note(view):
         guessed.append(note)
     ints = [n for n, r in tr.roles.items() if r == "scalar"
-            and _dtype(n, tr.dtypes.get(n, ""), tr.template).startswith(("int", "uint"))]
+            and _dtype(n, tr.dtypes.get(n, ""), tr.template, enums).startswith(("int", "uint"))]
     launch, values = None, {}
     if grid is None and block is None:
         launch, values = _host_launch(view, kernel, list(tr.roles), ints, sizes)
@@ -95,9 +112,12 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
         sizes = {n: each for n in ints} or {"n": 1024}
         guessed.append(f"sizes {sizes} (no --size given)")
     elements = " * ".join(sizes) if len(sizes) > 1 else next(iter(sizes))
-    args = []
+    args, flat = [], []
     for name, role in tr.roles.items():
-        dtype = _dtype(name, tr.dtypes.get(name, ""), tr.template)
+        if name in tr.structs:
+            args.append(_struct_arg(name, *tr.structs[name], sizes, guessed))
+            continue
+        dtype = _dtype(name, tr.dtypes.get(name, ""), tr.template, enums)
         if role == "scalar":
             if name in values:
                 value = values[name]
@@ -111,7 +131,7 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
         shape = (shapes or {}).get(name)
         if shape is None:
             shape = [elements]
-            guessed.append(f"shape of {name}: [{elements}] (flat; pass --shape {name}=...)")
+            flat.append(name)
         init = ("zeros" if role == "out" else "normal" if dtype.startswith(("float", "bfloat"))
                 else "randint:0:4")
         args.append({"name": name, "role": role, "dtype": dtype, "shape": shape, "init": init})
@@ -124,7 +144,12 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     if shared_mem is None and "KP_SMEM_BYTES" in tr.template:
         guessed.append("dynamic shared memory 0 bytes: the kernel declares extern __shared__, "
                        "so pass --shared-mem BYTES with what the host launch gives")
-    variant = {k: v - v // 4 - 1 for k, v in sizes.items() if v > 8}
+    if flat:
+        _measure_shapes(src, kernel, f"{src_path.stem}.device.cu", args, flat, sizes,
+                        (grid, block, shared_mem), guessed)
+    # odd sizes exercise tails; a size with a power-of-two factor (a byte stride) keeps it
+    variant = {k: max(math.gcd(v, 16), (v - v // 4 - 1) // math.gcd(v, 16) * math.gcd(v, 16))
+               for k, v in sizes.items() if v > 8}
     if variant:
         guessed.append(f"a second size set {variant} (odd sizes, to exercise tails)")
     half = any(a["dtype"] in ("float16", "bfloat16") for a in args)
@@ -148,20 +173,111 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     return load_case(folder), guessed
 
 
+def resolve_kernel(src: str, kernel: str, where: str) -> tuple[str, list[str]]:
+    """(``kernel`` with a value for every template parameter, what was picked): template
+    arguments the user left out come from the first instantiation the host code launches
+    that agrees with those given (a host function's own type parameter becomes float). A
+    KportError lists the launched instantiations when none gives every value."""
+    name, _, rest = kernel.partition("<")
+    given = split_template_args(rest.strip()[:-1]) if rest.strip().endswith(">") else []
+    params = template_params(src, name.strip())
+    need = max((i + 1 for i, (_, _, default) in enumerate(params or []) if default is None),
+               default=0)
+    if params is None or len(given) >= need:
+        return kernel, []
+    for launch in find_launches(src, name):
+        if launch.template_args is None or not matches(launch, given):
+            continue
+        args = list(given)
+        for i in range(len(given), need):
+            value = launch.template_args[i] if i < len(launch.template_args) else None
+            args.append(value if value is not None else "float" if params[i][1] else None)
+        if None not in args:
+            picked = f"{name.strip()}<{', '.join(args)}>"
+            return picked, [f"template arguments {picked} from the host launch in "
+                            f"{launch.host} at line {launch.line} (launched there: "
+                            f"{'; '.join(instantiations(src, name))})"]
+    launched = instantiations(src, name)
+    missing = ", ".join(p for p, _, _ in params[len(given):need])
+    raise KportError(f"{where}: template parameter(s) {missing} of {name.strip()} have no value"
+                     + (f"; the host code launches {'; '.join(launched)}" if launched else "")
+                     + f"; name the instantiation, e.g. --kernel '{name.strip()}<"
+                     + ", ".join(p for p, _, _ in params[:need]) + ">' with values")
+
+
 def _host_launch(view, kernel: str, params: list[str], ints: list[str], sizes: dict):
     """(the first launch of ``kernel`` in the file's host code that sizes can express, the
     kernel's int scalars as expressions over its sizes) or (None, {}): agent/host_launch.py.
-    With --size given, only a launch over exactly those names."""
+    With --size given, only a launch over those names (or some of them: the others may size a
+    struct field or a scalar). Only launches of ``kernel``'s
+    instantiation count (``norm_f32<1024>`` is launched with other blocks than ``<32>``)."""
+    _, _, rest = kernel.partition("<")
+    given = split_template_args(rest.strip()[:-1]) if rest.strip().endswith(">") else []
     for launch in find_launches(view.text, kernel):
-        if not launch.usable:
+        if not launch.usable or not matches(launch, given):
             continue
         values = {name: expr for name, expr in zip(params, launch.args, strict=False)
                   if name in ints and expr is not None}
         used = size_names([*launch.grid, *launch.block, str(launch.shared_mem), *values.values()])
-        if not used or (sizes and set(used) != set(sizes)):
+        if not used or (sizes and not set(used) <= set(sizes)):
             continue
         return launch, values
     return None, {}
+
+
+def _struct_arg(name: str, ctype: str, fields: list[dict], sizes: dict,
+                guessed: list[str]) -> dict:
+    """The case argument of a struct parameter: its bytes, each field's value the size of its
+    name or a guess (listed)."""
+    def valued(fields: list[dict], path: str) -> list[dict]:
+        out = []
+        for f in fields:
+            f = dict(f)
+            if f.get("fields"):
+                f["fields"] = valued(f["fields"], f"{path}{f['name']}.")
+            else:
+                one = f["name"] if f["name"] in sizes else (
+                    1 if f["dtype"].startswith(("int", "uint")) else
+                    True if f["dtype"] == "bool" else 1.0)
+                f["value"] = [one] * f["count"] if f.get("count", 1) > 1 else one
+                if f["name"] not in sizes:
+                    guessed.append(f"struct field {name}.{path}{f['name']} = {f['value']}")
+            out.append(f)
+        return out
+
+    fields = valued(fields, "")
+    nbytes = buffer_size(fields)
+    guessed.append(f"struct parameter {name} ({ctype}): its {nbytes} bytes as a uint8 input, "
+                   "read back as the struct in the port; run() takes a dict of its fields")
+    return {"name": name, "role": "in", "dtype": "uint8", "shape": [nbytes], "ctype": ctype,
+            "fields": fields}
+
+
+def _measure_shapes(src: str, kernel: str, filename: str, args: list[dict], flat: list[str],
+                    sizes: dict, launch: tuple, guessed: list[str]) -> None:
+    """Replace the flat shape of each argument in ``flat`` by the extent the kernel accesses
+    it at, measured in cuda_sim and fitted over the sizes (agent/shape_probe.py)."""
+    grid, block, smem = launch
+
+    def dims(sz: dict) -> tuple[list, list, int]:
+        return ([int(evaluate(str(g), sz)) for g in grid], [int(evaluate(str(b), sz))
+                                                            for b in block],
+                int(evaluate(str(smem or 0), sz)))
+
+    probe = probe_shapes(src, kernel, filename,
+                         [ArgProbe(a["name"], a["role"], a["dtype"], a.get("value"),
+                                   a.get("fields")) for a in args], dict(sizes), dims)
+    for a in args:
+        if a["name"] not in flat:
+            continue
+        if a["name"] in probe.shapes:
+            a["shape"] = [probe.shapes[a["name"]]]
+            guessed.append(f"shape of {a['name']}: [{probe.shapes[a['name']]}], measured in "
+                           "cuda_sim (the elements the kernel accesses, fitted over the sizes)")
+        else:
+            guessed.append(f"shape of {a['name']}: {a['shape']} (flat; not measured: "
+                           f"{probe.unfitted.get(a['name'], 'no access')}; pass --shape "
+                           f"{a['name']}=...)")
 
 
 def _category(kernel: str) -> str:

@@ -13,24 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import typer
-
 from runners.cuda_sim.reading import SourceView, nvcc_options, read_as_compiled
 from runners.errors import KportError
-
-INCLUDE_HELP = ("a folder of headers, as nvcc -I (the source's own folder is searched first); "
-                "repeat")
-DEFINE_HELP = "NAME or NAME=VALUE, as nvcc -D (e.g. -D GGML_CUDA_F16); repeat"
-
-
-def include_option():  # a typer OptionInfo
-    """The ``-I/--include-dir`` option of a verb that reads a CUDA file."""
-    return typer.Option([], "--include-dir", "-I", help=INCLUDE_HELP)
-
-
-def define_option():  # a typer OptionInfo
-    """The ``-D/--define`` option of a verb that reads a CUDA file."""
-    return typer.Option([], "--define", "-D", help=DEFINE_HELP)
 
 
 def read_cuda(file: Path, include: list[Path] = (), define: list[str] = ()) -> SourceView:

@@ -9,6 +9,15 @@ constants of the host function (``const int``, ``dim3 b(x, y, z)``) and the file
 macros are substituted; C's integer ``/`` becomes ``//`` and casts are dropped. A launch whose
 configuration needs anything else (a runtime query, a ternary, a member of a struct) is not
 used: ``problems`` says why, and the user gives --grid/--block.
+
+Two spellings of a launch are read: ``kernel<<<...>>>(args)`` and a call of a launch helper
+that takes the kernel first and a launch-parameters value second, as llama.cpp's
+``ggml_cuda_kernel_launch(kernel<op, T>, launch_params, args...)`` does; the helper must be
+defined in the source and launch its first parameter with ``<<<``, and the launch-parameters
+value must be a local built from a constructor call whose first three arguments are grid,
+block and dynamic shared memory (read positionally: the helper's own body is not followed).
+Each launch keeps its explicit template arguments, so that ``norm_f32<1024>`` takes the
+launch of ``norm_f32<1024>``, not of ``norm_f32<WARP_SIZE>`` (``instantiations``).
 """
 
 from __future__ import annotations
@@ -24,19 +33,27 @@ from agent.translate.analyze import (
     TYPE_DTYPES,
     _text,
     _walk,
+)
+from agent.translate.macros import (
     blank_qualifier_macros,
     expand_unbalanced_macros,
+    split_template_args,
 )
 from runners.dtypes import DTYPES
 from runners.sourcetree import parse
 
 _OBJECT_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([^\n\\]+)$", re.M)
 _CAST = re.compile(r"\(\s*(?:const\s+)?(?:unsigned\s+)?(?:int|long|long long|size_t|int64_t|"
-                   r"int32_t|uint32_t|uint64_t|unsigned)\s*\)")
+                   r"int32_t|uint32_t|uint64_t|unsigned|dim3)\s*\)")
 _STATIC_CAST = re.compile(r"\bstatic_cast\s*<[^<>]*>")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
-# sizeof of the scalar types a launch sizes shared memory by (bytes of their MLX dtypes)
+# sizeof of the scalar types a launch sizes shared memory by (bytes of their MLX dtypes), and
+# of CUDA's vector types
 _BYTES = {name: np.dtype(DTYPES[dtype][0]).itemsize for name, dtype in TYPE_DTYPES.items()}
+_BYTES |= {f"{base}{n}": size * (4 if n == 3 else n) for base, size in (
+    ("float", 4), ("int", 4), ("uint", 4), ("short", 2), ("ushort", 2), ("char", 1),
+    ("uchar", 1), ("double", 8), ("long", 8), ("ulong", 8)) for n in (2, 3, 4)}
+_BYTES |= {"half2": 4, "__half2": 4, "nv_bfloat162": 4, "__nv_bfloat162": 4, "size_t": 8}
 _SIZEOF = re.compile(r"\bsizeof\s*\(\s*(" + "|".join(
     re.escape(n).replace("\\ ", r"\s+") for n in sorted(_BYTES, key=len, reverse=True))
     + r")\s*\)")
@@ -55,6 +72,10 @@ class HostLaunch:
     shared_mem: str | None = "0"
     args: list[str | None] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    # the explicit template arguments of the launched kernel (macros and constants folded),
+    # None where the host function's own template parameter stands (any value matches);
+    # None for a launch without ``<...>`` (arguments deduced: any instantiation matches)
+    template_args: list[str | None] | None = None
 
     @property
     def usable(self) -> bool:
@@ -62,25 +83,112 @@ class HostLaunch:
 
 
 def find_launches(src: str, kernel: str) -> list[HostLaunch]:
-    """Every ``<<<...>>>`` launch of ``kernel`` (its name without template arguments) in the
-    host functions of ``src``, in file order."""
+    """Every launch of ``kernel`` (its name without template arguments) in the host functions
+    of ``src``, in file order: ``<<<...>>>`` launches and calls of launch helpers."""
     data = blank_qualifier_macros(expand_unbalanced_macros(src)).encode()
     root = parse(data, "cuda")
     macros = {m[1]: m[2].split("//")[0].strip() for m in _OBJECT_MACRO.finditer(src)}
     name = kernel.split("<")[0].strip()
+    helpers = _launch_helpers(root, data)
     found = []
     for fn in (n for n in _walk(root) if n.type == "function_definition"):
         for call in (n for n in _walk(fn) if n.type == "call_expression"):
             config = next((c for c in call.children if c.type == "kernel_call_syntax"), None)
             callee = call.child_by_field_name("function")
-            if config is None or callee is None or \
-                    _text(callee, data).split("<")[0].strip() != name:
+            if callee is None:
                 continue
-            found.append(_launch(fn, call, config, data, macros))
+            if config is not None and _text(callee, data).split("<")[0].strip() == name:
+                found.append(_launch(fn, call, config, data, macros))
+            elif config is None and _text(callee, data).split("<")[0].strip() in helpers:
+                args = call.child_by_field_name("arguments")
+                parts = [a for a in (args.named_children if args else [])
+                         if a.type != "comment"]
+                if len(parts) >= 2 and _text(parts[0], data).split("<")[0].strip() == name:
+                    found.append(_helper_launch(fn, call, parts, data, macros))
     return found
 
 
-def _launch(fn, call, config, data: bytes, macros: dict[str, str]) -> HostLaunch:
+def instantiations(src: str, kernel: str) -> list[str]:
+    """The instantiations of ``kernel`` the host code of ``src`` launches, as a user would
+    name them (``concat_cont<T, 1>``: ``T`` is the host function's own parameter)."""
+    name = kernel.split("<")[0].strip()
+    out = []
+    for launch in find_launches(src, kernel):
+        if launch.template_args is None:
+            text = f"{name} (template arguments deduced from its arguments)"
+        else:
+            text = f"{name}<{', '.join(a or '?' for a in launch.template_args)}>"
+        if text not in out:
+            out.append(text)
+    return out
+
+
+def matches(launch: HostLaunch, given: list[str]) -> bool:
+    """Whether ``launch`` launches the instantiation of template arguments ``given`` (a
+    prefix; constants folded as the launch's are)."""
+    if launch.template_args is None:
+        return True
+    for mine, theirs in zip(given, launch.template_args, strict=False):
+        if theirs is not None and _same_arg(mine, theirs) is False:
+            return False
+    return True
+
+
+def _same_arg(a: str, b: str) -> bool:
+    fold = {"unsigned int": "unsigned", "uint": "unsigned"}
+    a, b = (" ".join(x.split()) for x in (a, b))
+    a, b = fold.get(a, a), fold.get(b, b)
+    if a == b:
+        return True
+    try:
+        return _const(a) == _const(b)
+    except ValueError:
+        return False
+
+
+def _const(text: str):
+    """``text`` folded to a number or bool; ValueError when it is not constant."""
+    text = {"true": "True", "false": "False"}.get(text.strip(), text.strip())
+    try:
+        tree = ast.parse(re.sub(r"(?<![/])/(?![/])", "//", text), mode="eval")
+    except SyntaxError:
+        raise ValueError(text) from None
+    if any(isinstance(n, ast.Name) for n in ast.walk(tree)):
+        raise ValueError(text)
+    try:
+        return eval(compile(tree, "<template argument>", "eval"), {"__builtins__": {}})  # noqa: S307 (names refused above: only literals and operators)
+    except Exception:  # noqa: BLE001 (any failure means "not a constant")
+        raise ValueError(text) from None
+
+
+def _launch_helpers(root, data: bytes) -> set[str]:
+    """Functions of the source that launch their first parameter with ``<<<``: launch
+    helpers such as ``ggml_cuda_kernel_launch(kernel, params, args...)``."""
+    out = set()
+    for fn in (n for n in _walk(root) if n.type == "function_definition"):
+        declarator = fn.child_by_field_name("declarator")
+        while declarator is not None and declarator.type != "function_declarator":
+            declarator = declarator.child_by_field_name("declarator")
+        plist = declarator.child_by_field_name("parameters") if declarator else None
+        params = [p for p in (plist.named_children if plist else [])
+                  if p.type in PARAMETER_NODES]
+        if not params:
+            continue
+        ids = [x for x in _walk(params[0]) if x.type == "identifier"]
+        if not ids:
+            continue
+        first = _text(ids[-1], data)
+        for call in (n for n in _walk(fn) if n.type == "call_expression"):
+            callee = call.child_by_field_name("function")
+            if callee is not None and _text(callee, data).strip() == first and any(
+                    c.type == "kernel_call_syntax" for c in call.children):
+                out.add(_text(declarator.child_by_field_name("declarator"), data))
+                break
+    return out
+
+
+def _host_params(fn, data: bytes) -> tuple[str, list[str], set[str]]:
+    """(name, parameter names, template parameter names) of host function ``fn``."""
     declarator = fn.child_by_field_name("declarator")
     while declarator is not None and declarator.type != "function_declarator":
         declarator = declarator.child_by_field_name("declarator")
@@ -94,22 +202,101 @@ def _launch(fn, call, config, data: bytes, macros: dict[str, str]) -> HostLaunch
                 if ids:
                     params.append(_text(ids[-1] if p.type == PARAMETER_NODES[0] else ids[0],
                                         data))
+    tparams = set()
+    if fn.parent is not None and fn.parent.type == "template_declaration":
+        plist = fn.parent.child_by_field_name("parameters")
+        for p in plist.named_children if plist else []:
+            ids = [x for x in _walk(p) if x.type in ("identifier", "type_identifier")]
+            if ids:
+                tparams.add(_text(ids[-1], data))
+    return host, params, tparams
+
+
+def _template_args(callee_text: str, tparams: set[str], local: dict,
+                   macros: dict[str, str], params=()) -> list[str | None] | None:
+    name, _, rest = callee_text.partition("<")
+    if not rest.strip().endswith(">"):
+        return None
+    out: list[str | None] = []
+    for arg in split_template_args(rest.strip()[:-1]):
+        if any(t in tparams or t in params for t in _IDENT.findall(arg)):
+            out.append(None)  # the host's own template parameter or a runtime value
+            continue
+        folded = _size_expr(arg, local, macros, [], [])
+        if folded is None and any(t in local for t in _IDENT.findall(arg)):
+            out.append(None)  # a local the launch computes at run time
+            continue
+        try:
+            value = _const(folded) if folded is not None else None
+        except ValueError:
+            value = None
+        out.append(arg if value is None else
+                   ("true" if value else "false") if isinstance(value, bool) else str(value))
+    return out
+
+
+def _helper_launch(fn, call, parts, data: bytes, macros: dict[str, str]) -> HostLaunch:
+    host, params, tparams = _host_params(fn, data)
     local = _locals(fn, call.start_byte, data)
     out = HostLaunch(host, call.start_point[0] + 1, params)
+    out.template_args = _template_args(_text(parts[0], data), tparams, local, macros, params)
+    config = local.get(_text(parts[1], data).strip())
+    m = re.fullmatch(r"\s*[\w:]+\s*\((.*)\)\s*", config or "", re.S)
+    if not isinstance(config, str) or m is None:
+        out.grid = out.block = None
+        out.problems.append(f"the launch parameters {_text(parts[1], data)!r} are not a local "
+                            "built from a constructor call")
+        return out
+    config_parts = _split_call_args(m[1])
+    for i, attr in enumerate(("grid", "block")):
+        dims = _dims(config_parts[i] if i < len(config_parts) else "1", local, macros, params,
+                     out.problems)
+        setattr(out, attr, dims)
+    out.shared_mem = (_size_expr(config_parts[2], local, macros, params, out.problems)
+                      if len(config_parts) > 2 else "0")
+    out.args = [_size_expr(_text(a, data), local, macros, params, []) for a in parts[2:]]
+    return out
+
+
+def _split_call_args(text: str) -> list[str]:
+    """A call's arguments split at top-level commas (parentheses and brackets only: `a > b`
+    is a comparison here, not a template's closing bracket)."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    return [a for a in [*out, text[start:].strip()] if a]
+
+
+def _dims(text: str, local: dict, macros: dict[str, str], params: list[str],
+          problems: list[str]) -> list[str] | None:
+    """A grid or block: a dim3 local, ``dim3(a, b, c)``, or one number."""
+    text = _CAST.sub("", text).strip()
+    value = local.get(text)
+    m = re.fullmatch(r"dim3\s*\((.*)\)", text, re.S)
+    if isinstance(value, list):
+        parts = value
+    elif m is not None:
+        parts = (_split_call_args(m[1]) + ["1", "1", "1"])[:3]
+    else:
+        parts = [text, "1", "1"]
+    dims = [_size_expr(v, local, macros, params, problems) for v in parts]
+    return None if any(d is None for d in dims) else dims
+
+
+def _launch(fn, call, config, data: bytes, macros: dict[str, str]) -> HostLaunch:
+    host, params, tparams = _host_params(fn, data)
+    local = _locals(fn, call.start_byte, data)
+    out = HostLaunch(host, call.start_point[0] + 1, params)
+    out.template_args = _template_args(_text(call.child_by_field_name("function"), data),
+                                       tparams, local, macros, params)
     parts = [c for c in config.named_children if c.type != "comment"]
-    dims = []
-    for i, part in enumerate(parts[:2]):
-        text = _text(part, data)
-        if text in local and isinstance(local[text], list):
-            dims.append([_size_expr(v, local, macros, params, out.problems) for v in local[text]])
-        else:
-            dims.append([_size_expr(text, local, macros, params, out.problems), "1", "1"])
-        if any(d is None for d in dims[-1]):
-            dims[-1] = None
-        if i == 1 and dims[-1] is not None:
-            out.block = dims[-1]
-        elif i == 0 and dims[-1] is not None:
-            out.grid = dims[-1]
+    out.grid = _dims(_text(parts[0], data), local, macros, params, out.problems)
+    out.block = _dims(_text(parts[1], data), local, macros, params, out.problems) \
+        if len(parts) > 1 else None
     if len(parts) > 2:
         out.shared_mem = _size_expr(_text(parts[2], data), local, macros, params, out.problems)
     args = call.child_by_field_name("arguments")
@@ -168,6 +355,14 @@ def _size_expr(text: str, local: dict, macros: dict[str, str], params: list[str]
     for _ in range(8):  # locals and macros, a few levels deep
         changed = False
 
+        def member(m: re.Match) -> str:  # `block_dims.x` of a dim3 local
+            nonlocal changed
+            changed = True
+            return f"({local[m[1]]['xyz'.index(m[2])]})"
+
+        text = re.sub(r"\b([A-Za-z_]\w*)\s*\.\s*([xyz])\b",
+                      lambda m: member(m) if isinstance(local.get(m[1]), list) else m[0], text)
+
         def sub(m: re.Match) -> str:
             nonlocal changed
             value = local.get(m[0], macros.get(m[0]))
@@ -182,8 +377,11 @@ def _size_expr(text: str, local: dict, macros: dict[str, str], params: list[str]
     text = _SIZEOF.sub(lambda m: str(_BYTES[" ".join(m[1].split())]), text)
     text = _STATIC_CAST.sub("", _CAST.sub("", text))
     text = re.sub(r"\bstd::(min|max)\b", r"\1", text)
+    # ggml's and the CUDA samples' MIN/MAX macros
+    text = re.sub(r"\b(MIN|MAX)\s*\(", lambda m: m[1].lower() + "(", text)
     text = re.sub(r"(?<![/])/(?![/])", "//", text)  # C integer division
     text = re.sub(r"(\d+)[uUlL]+\b", r"\1", text)
+    text = _ternaries(text.strip())
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError:
@@ -192,9 +390,31 @@ def _size_expr(text: str, local: dict, macros: dict[str, str], params: list[str]
     names = set(size_names([text.strip()]))
     allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Constant, ast.Name, ast.Load,
                ast.Call, ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.USub,
-               ast.LShift, ast.RShift)
+               ast.LShift, ast.RShift, ast.IfExp, ast.Compare, ast.Lt, ast.LtE, ast.Gt,
+               ast.GtE, ast.Eq, ast.NotEq)
     if not all(isinstance(n, allowed) for n in ast.walk(tree)) or names - set(params):
         problems.append(f"{text.strip()!r} depends on "
                         f"{', '.join(sorted(names - set(params))) or 'what sizes cannot say'}")
         return None
     return " ".join(text.split())
+
+
+def _ternaries(text: str) -> str:
+    """C's ``c ? a : b`` (at any depth of parentheses) as Python's ``(a if c else b)``."""
+    depth, q = 0, None
+    for i, ch in enumerate(text):
+        depth += ch == "("
+        depth -= ch == ")"
+        if ch == "?" and q is None:
+            q, qdepth = i, depth
+        elif ch == ":" and q is not None and depth == qdepth:
+            start = text.rfind("(", 0, q) + 1 if qdepth else 0
+            end = i + 1
+            level = 0
+            while end < len(text) and not (text[end] == ")" and level == 0):
+                level += (text[end] == "(") - (text[end] == ")")
+                end += 1
+            cond, yes, no = text[start:q], text[q + 1:i], text[i + 1:end]
+            return _ternaries(f"{text[:start]}({_ternaries(yes)} if {_ternaries(cond)} else "
+                              f"{_ternaries(no)}){text[end:]}")
+    return text

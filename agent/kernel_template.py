@@ -24,7 +24,8 @@ STORAGE = {"float32": "float32", "float16": "float16", "bfloat16": "uint16", "bo
 # --- kport: size evaluator ---
 # kport's one size evaluator (runners/sizeexpr.py); agent/package.py puts its text here, so
 # kernel.py runs on a Mac where kport is not installed.
-from runners.sizeexpr import evaluate  # noqa: E402
+from runners.sizeexpr import SizeExprError, evaluate  # noqa: E402
+from runners.structs import struct_bytes  # noqa: E402
 
 # --- kport: end of size evaluator ---
 
@@ -91,7 +92,7 @@ def _bind(kwargs: dict) -> tuple[dict, dict]:
             raise TypeError(f"run() needs {kw}= (a size the arrays do not show)")
         sizes[sym] = int(kwargs[kw])
     for name, a in args.items():
-        if a["role"] not in ("in", "inout"):
+        if a["role"] not in ("in", "inout") or a.get("fields"):
             continue
         if name not in kwargs:
             raise TypeError(f"run() missing array argument {name!r}")
@@ -104,6 +105,9 @@ def _bind(kwargs: dict) -> tuple[dict, dict]:
                 if sizes.setdefault(expr, dim) != dim:
                     raise ValueError(f"{name}: dimension {expr} is {dim}, but {expr}="
                                      f"{sizes[expr]} elsewhere")
+    for name, a in args.items():  # a struct by value: a dict of its fields (or its bytes)
+        if a.get("fields"):
+            values[name] = _struct(name, a, kwargs.get(name, {}), sizes)
     for name, a in args.items():
         if a["role"] != "scalar":
             continue
@@ -119,12 +123,51 @@ def _bind(kwargs: dict) -> tuple[dict, dict]:
         values[name] = _scalar(name, given, a["dtype"])
     for name, arr in values.items():
         a = args[name]
-        if a["role"] in ("in", "inout"):
+        if a["role"] == "in" and arr.ndim == 1:  # a kernel reads a flat buffer's first
+            want = int(evaluate(a["shape"][0], sizes))  # elements: a longer one is fine
+            if arr.shape[0] < want:
+                raise ValueError(f"{name}: expected at least {want} elements {a['shape']} at "
+                                 f"sizes {sizes}, got {arr.shape[0]}")
+        elif a["role"] in ("in", "inout"):
             want = tuple(int(evaluate(e, sizes)) for e in a["shape"])
             if tuple(arr.shape) != want:
                 raise ValueError(f"{name}: expected shape {want} {a['shape']} at sizes "
                                  f"{sizes}, got {tuple(arr.shape)}")
     return values, sizes
+
+
+def _struct(name: str, a: dict, given, sizes: dict):
+    """A struct argument's bytes: ``given`` (a dict of fields, nested dicts for nested structs;
+    a field left out takes the port's value for it) or its bytes as an array. A field whose
+    value is a size name gives that size."""
+    if not isinstance(given, dict):
+        return _array(name, given, "uint8")
+
+    def learn(fields, values):
+        for f in fields:
+            if f.get("fields"):
+                learn(f["fields"], values.get(f["name"], {}) if isinstance(values, dict) else {})
+            elif isinstance(values, dict) and f["name"] in values and \
+                    f.get("value") in SPEC["sizes"]:
+                v = int(values[f["name"]])
+                if sizes.setdefault(f["value"], v) != v:
+                    raise ValueError(f"{name}.{f['name']}={v} but {f['value']}="
+                                     f"{sizes[f['value']]} elsewhere")
+
+    def default(f, where):
+        value = f["value"]
+        try:
+            return [evaluate(v, sizes) for v in value] if isinstance(value, list) else \
+                evaluate(value, sizes)
+        except SizeExprError:
+            raise TypeError(f"run(): {name}['{where}'] is needed (its value {value!r} names a "
+                            "size nothing else gives)") from None
+
+    learn(a["fields"], given)
+    try:
+        return struct_bytes(a["fields"], given, default)
+    except ValueError as err:
+        raise ValueError(f"{name}: {err}") from None
 
 
 def run(**kwargs) -> dict:

@@ -31,7 +31,7 @@ from agent.translate import Translation
 from corpus.candidate import Candidate
 from corpus.cases import evaluate
 from corpus.check import make_inputs, run_cuda, run_reference
-from runners import sizeexpr
+from runners import sizeexpr, structs
 
 TEMPLATE = Path(__file__).with_name("kernel_template.py")
 # What a package holds (the oracle files numbered), as /save in `kport chat` announces it.
@@ -43,12 +43,15 @@ _EVALUATOR = re.compile(r"# --- kport: size evaluator ---\n.*?"
 
 
 def _evaluator_text() -> str:
-    """runners/sizeexpr.py as kernel.py carries it: its code without the module docstring and
-    the __future__ import (kernel.py has its own)."""
-    code = Path(sizeexpr.__file__).read_text()
-    code = code[code.index('"""', 3) + 3:].replace("from __future__ import annotations\n", "")
-    return ("# --- kport: size evaluator (runners/sizeexpr.py, copied by kport) ---\n"
-            + code.strip() + "\n# --- kport: end of size evaluator ---\n")
+    """runners/sizeexpr.py and runners/structs.py as kernel.py carries them: their code
+    without the module docstrings and the __future__ imports (kernel.py has its own)."""
+    parts = []
+    for module in (sizeexpr, structs):
+        code = Path(module.__file__).read_text()
+        code = code[code.index('"""', 3) + 3:].replace("from __future__ import annotations\n", "")
+        parts.append(code.strip())
+    return ("# --- kport: size evaluator (runners/sizeexpr.py and runners/structs.py, copied by "
+            "kport) ---\n" + "\n\n\n".join(parts) + "\n# --- kport: end of size evaluator ---\n")
 RESERVED = {"run", "kernel", "evaluate", "as_numpy", "np", "ast", "functools", "operator"}
 ORACLE_BYTES = 8 << 20  # arrays of one saved size set
 ORACLE_SETS = 3
@@ -106,15 +109,27 @@ def _names(expr) -> set[str]:
         return set()
 
 
+def _field_values(fields: list[dict]) -> list:
+    """Every leaf value of a struct's fields (lists flattened)."""
+    out = []
+    for f in fields:
+        value = f.get("value")
+        out += _field_values(f["fields"]) if f.get("fields") else (
+            value if isinstance(value, list) else [value])
+    return out
+
+
 def port_spec(case, candidate: Candidate) -> dict:
     """kernel.py's SPEC: arguments (CUDA order), sizes, which sizes run() must be given, the
     MLX call (the candidate's launch). Sizes shown by an input array's dimension or a scalar
     argument are inferred."""
     args = {a.name: {"role": a.role, "dtype": a.dtype, "shape": list(a.shape),
-                     **({"value": a.value} if a.role == "scalar" else {})} for a in case.args}
+                     **({"value": a.value} if a.role == "scalar" else {}),
+                     **({"fields": a.layout(), "ctype": a.ctype} if a.fields else {})}
+            for a in case.args}
     used: set[str] = set()
     for a in case.args:
-        for e in [*a.shape, a.value]:
+        for e in [*a.shape, a.value, *_field_values(a.layout() if a.fields else [])]:
             used |= _names(e)
     for e in [*candidate.grid, *candidate.threadgroup, *candidate.template.values()]:
         used |= _names(e)
@@ -122,6 +137,8 @@ def port_spec(case, candidate: Candidate) -> dict:
     shown = {e for a in case.args if a.role in ("in", "inout") for e in a.shape
              if isinstance(e, str) and e in case.sizes}
     shown |= {a.value for a in case.args if a.role == "scalar" and a.value in case.sizes}
+    shown |= {v for a in case.args if a.fields for v in _field_values(a.layout())
+              if isinstance(v, str) and v in case.sizes}  # a field named by a size gives it
     size_args = {s: s if s not in args else f"size_{s}" for s in sorted(used - shown)}
     by_name = {a.name for a in case.args}
     return {"params": [a.name for a in case.args], "args": args, "sizes": sorted(case.sizes),

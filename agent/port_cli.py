@@ -28,7 +28,6 @@ from pathlib import Path
 import typer
 
 from agent.case_guess import GUESSED, device_code, guess_case, load_case_arg, with_sizes
-from agent.cuda_source import define_option, include_option
 from agent.llm import connect, redact
 from agent.out_folder import check_out_folder, folder_files, write_folder
 from agent.package import copy_guessed_case, write_package
@@ -37,6 +36,7 @@ from agent.state import Budget, PortContext
 from agent.translate_cli import _dims
 from corpus.cases import CaseError
 from kb.lints import resolve_family
+from runners.cli_options import define_option, include_option
 from runners.cuda_sim.reading import line_origins
 from runners.errors import KportError
 from runners.lifetime import temp_folder
@@ -104,7 +104,7 @@ def _load_inputs(file: Path, kernel: str | None, case_dir: Path | None, sizes, s
         raise KportError(f"{file}: the case guessed for {kernel} does not hold: {why}; pass "
                          "other --size/--shape/--grid/--block, or write a case.toml "
                          "(docs/corpus.md) and pass --case") from None
-    return (folder / case.cuda.source).read_text(), kernel, case, guessed, folder
+    return (folder / case.cuda.source).read_text(), case.cuda.kernel, case, guessed, folder
 
 
 def case_files_in(case_arg: Path | None, out: Path) -> list[str]:

@@ -23,9 +23,10 @@ from pathlib import Path
 import typer
 
 from agent.case_guess import load_case_arg
-from agent.cuda_source import define_option, include_option, read_cuda, stub_note
+from agent.cuda_source import read_cuda, stub_note
 from agent.translate import translate_kernel
 from corpus.candidate import Candidate
+from runners.cli_options import define_option, include_option
 from runners.errors import KportError
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,

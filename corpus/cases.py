@@ -26,7 +26,7 @@ from pydantic import (
     model_validator,
 )
 
-from runners import limits, sizeexpr
+from runners import limits, sizeexpr, structs
 from runners.dtypes import DTYPES, known_dtype
 from runners.errors import KportError
 
@@ -67,6 +67,33 @@ class MetalSpec(BaseModel):
     atomic_outputs: bool = False
 
 
+class FieldSpec(BaseModel):
+    """One field of a struct parameter (runners/structs.py): a scalar or fixed array with its
+    value (a size expression or number; a list for an array), or a nested struct."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    dtype: str = ""
+    count: int = Field(default=1, ge=1, le=4096)
+    value: Expr | float | list[Expr | float] | None = None
+    fields: list[FieldSpec] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _complete(self) -> FieldSpec:
+        if self.fields:
+            if self.dtype or self.value is not None:
+                raise ValueError(f"field {self.name!r}: a nested struct has `fields`, not "
+                                 "`dtype` or `value`")
+            return self
+        known_dtype(self.dtype)
+        if self.value is None:
+            raise ValueError(f"field {self.name!r} needs `value`")
+        n = len(self.value) if isinstance(self.value, list) else 1
+        if n != self.count:
+            raise ValueError(f"field {self.name!r}: `count` {self.count} but {n} value(s)")
+        return self
+
+
 class ArgSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str
@@ -75,6 +102,10 @@ class ArgSpec(BaseModel):
     shape: list[Expr] = Field(default_factory=list)
     init: str = "zeros"
     value: Expr | float | None = None
+    # a struct passed by value: its fields; the argument is then an "in" uint8 array of the
+    # struct's bytes (shape: their count), which the port reads back as the struct
+    ctype: str = ""
+    fields: list[FieldSpec] = Field(default_factory=list)
 
     _dtype = field_validator("dtype")(lambda v: known_dtype(v))
 
@@ -89,6 +120,21 @@ class ArgSpec(BaseModel):
         if kind in ("uniform", "randint") and bounds and not float(bounds[0]) < float(bounds[1]):
             raise ValueError(f"init {v!r}: LO must be below HI")
         return v
+
+    @model_validator(mode="after")
+    def _struct_is_its_bytes(self) -> ArgSpec:
+        if not self.fields:
+            return self
+        size = structs.buffer_size(self.layout())
+        if self.role != "in" or self.dtype != "uint8" or self.shape not in ([size], [str(size)]):
+            raise ValueError(f"struct argument {self.name!r}: role \"in\", dtype \"uint8\" "
+                             f"and shape [{size}] (its bytes), got role {self.role!r}, dtype "
+                             f"{self.dtype!r}, shape {self.shape}")
+        return self
+
+    def layout(self) -> list[dict]:
+        """The struct's fields as runners/structs.py takes them."""
+        return [f.model_dump(exclude_defaults=True) for f in self.fields]
 
     @model_validator(mode="after")
     def _scalar_has_value(self) -> ArgSpec:

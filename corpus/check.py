@@ -21,6 +21,7 @@ import numpy as np
 
 import runners
 from corpus.cases import CaseError, CaseSpec, evaluate
+from runners import structs
 from runners.dtypes import DTYPES, Tensor, to_mx
 from runners.lifetime import temp_folder
 from runners.sandbox import Jail, Limits, Mount, read_jailed
@@ -67,6 +68,9 @@ def make_inputs(case: CaseSpec, sizes: dict[str, int], seed: int) -> dict:
             v = evaluate(arg.value, sizes, where + ".value")
             values[arg.name] = storage.type(v)
             continue
+        if arg.fields:  # a struct by value: its bytes
+            values[arg.name] = struct_input(arg, sizes, {}, where)
+            continue
         shape = tuple(int(evaluate(s, sizes, where + ".shape")) for s in arg.shape)
         kind, *params = arg.init.split(":")
         if kind == "normal":
@@ -84,6 +88,18 @@ def make_inputs(case: CaseSpec, sizes: dict[str, int], seed: int) -> dict:
     return values
 
 
+def struct_input(arg, sizes: dict[str, int], given: dict, where: str) -> np.ndarray:
+    """A struct argument's bytes: ``given`` fields, the others from their case values."""
+    def default(f: dict, path: str):
+        value = f["value"]
+        return [evaluate(v, sizes, f"{where}.fields.{path}") for v in value] \
+            if isinstance(value, list) else evaluate(value, sizes, f"{where}.fields.{path}")
+    try:
+        return structs.struct_bytes(arg.layout(), given, default)
+    except ValueError as err:
+        raise CaseError(f"{where}: {err}") from None
+
+
 def launch_dims(exprs, sizes: dict[str, int], where: str) -> list[int]:
     """Evaluated grid/block dimensions; CaseError naming the key when one is not positive."""
     dims = [int(evaluate(e, sizes, where)) for e in exprs]
@@ -96,7 +112,9 @@ def launch_dims(exprs, sizes: dict[str, int], where: str) -> list[int]:
 def run_cuda(case: CaseSpec, sizes: dict[str, int], inputs: dict):
     """Run the CUDA kernel in cuda_sim; returns (outputs by name, record)."""
     where = f"{case.folder / 'case.toml'}: cuda"
-    args = [v.copy() if isinstance(v, np.ndarray) else v for v in inputs.values()]
+    by_name = {a.name: a for a in case.args}
+    args = [structs.struct_value(by_name[k].layout(), v) if k in by_name and by_name[k].fields
+            else v.copy() if isinstance(v, np.ndarray) else v for k, v in inputs.items()]
     kernel = runners.get("cuda_sim").kernel((case.folder / case.cuda.source).read_text(),
                                             case.cuda.kernel, options=(f"-I{case.folder}",),
                                             filename=case.cuda.source)
@@ -167,6 +185,14 @@ def _template(case: CaseSpec, sizes: dict[str, int]) -> list[tuple[str, object]]
     return out
 
 
+def kernel_name(case: CaseSpec) -> str:
+    """The name the Metal kernel is launched under: the case id less its number prefix
+    ("001_saxpy" -> "saxpy"), made an identifier (a folder named "my-port" is a valid case id,
+    but MLX names the kernel custom_kernel_<name>)."""
+    name = re.sub(r"\W", "_", case.id.split("_", 1)[-1])
+    return name if name[:1].isalpha() or name[:1] == "_" else f"k_{name}"
+
+
 def run_metal(case: CaseSpec, sizes: dict[str, int], inputs: dict):
     """Run the Metal port in metal_sim; returns (outputs by argument name, record)."""
     import mlx.core as mx  # lazy: as in _template
@@ -179,7 +205,7 @@ def run_metal(case: CaseSpec, sizes: dict[str, int], inputs: dict):
     shapes = [tuple(int(evaluate(s, sizes, where + ".outputs")) for s in a.shape)
               for a in out_args]
     header = (case.folder / m.header).read_text() if m.header else ""
-    args = (case.id.split("_", 1)[-1], m.inputs, m.outputs,
+    args = (kernel_name(case), m.inputs, m.outputs,
             (case.folder / m.source).read_text(), header)
     launch = dict(
         inputs=tensors, output_shapes=shapes,

@@ -34,6 +34,7 @@ from kb.llama_cpp import import_llama_cpp
 from kb.rules_match import rules_for_file
 from kb.search import search_home
 from kb.store import KBStore, read_export
+from runners.cli_options import define_option, include_option
 from runners.errors import KportError
 from runners.settings import load_settings
 
@@ -227,14 +228,16 @@ def search(query: str = typer.Argument(..., help="text, code, or @FILE to read t
 @app.command()
 def rules(file: Path, kernel: str = typer.Option(None, help="only this kernel and the "
                                                   "functions it calls"),
+          include: list[Path] = include_option(), define: list[str] = define_option(),
           as_json: bool = JSON):
-    """The concept rules that apply to a CUDA file, with occurrences and lines."""
-    hits = rules_for_file(file, kernel)
+    """The concept rules that apply to a CUDA file, with occurrences and lines; the file is
+    read as nvcc reads it (-I/-D, #if), a kernel with what it calls in any header."""
+    hits = rules_for_file(file, kernel, include, define)
     if as_json:
         print(json.dumps([h.as_json() for h in hits], indent=1))
         return
     for h in hits:
-        print(f"{h.rule_id:<36} x{h.occurrences:<3} lines {','.join(map(str, h.lines))}")
+        print(f"{h.rule_id:<36} x{h.occurrences:<3} at {', '.join(h.where)}")
         print(f"    {' | '.join(h.cuda)}  ->  {h.metal}")
 
 

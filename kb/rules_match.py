@@ -10,12 +10,14 @@ rule with an occurrence) and ordered by first occurrence, then rule id.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kb.concepts import Rule, load_rules
 from kb.parse import Token, functions, kernel_closure, parse, tokens
+from runners.cuda_sim.reading import nvcc_options, read_as_compiled
 from runners.errors import KportError
+from runners.srcrewrite import SourceError
 
 
 class RulesQueryError(KportError):
@@ -34,12 +36,13 @@ class RuleHit:
     notes: str
     pitfalls: list[str]
     unconfirmed: bool
+    where: list[str] = field(default_factory=list)  # FILE:LINE of each line, in any header
 
     def as_json(self) -> dict:
         return {"rule_id": self.rule_id, "title": self.title, "group": self.group,
                 "cuda": self.cuda, "metal": self.metal, "occurrences": self.occurrences,
-                "lines": self.lines, "notes": self.notes, "pitfalls": self.pitfalls,
-                "unconfirmed": self.unconfirmed}
+                "lines": self.lines, "where": self.where, "notes": self.notes,
+                "pitfalls": self.pitfalls, "unconfirmed": self.unconfirmed}
 
 
 @functools.cache
@@ -93,10 +96,28 @@ def kernel_tokens(src: str, kernel: str | None = None, where: str = "<source>") 
     return [t for f in kernel_closure(found[0], table) for t in f.tokens]
 
 
-def rules_for_file(path: Path, kernel: str | None = None) -> list[RuleHit]:
-    """The concept rules that apply to a CUDA file (or one kernel in it)."""
+def rules_for_file(path: Path, kernel: str | None = None, include=(),
+                   define=()) -> list[RuleHit]:
+    """The concept rules that apply to a CUDA file (or one kernel in it and what it calls,
+    in whichever header), read as nvcc reads it: its folder and ``include`` searched for local
+    headers, ``define`` set, ``#if`` groups the build skips left out. Without a kernel, the
+    file's own lines only. ``lines`` are the file's lines; ``where`` says FILE:LINE of each."""
+    path = Path(path)
     try:
-        src = Path(path).read_text()
+        view = read_as_compiled(path.read_text(), path.name,
+                                nvcc_options(path, include, define))
     except (OSError, UnicodeDecodeError) as err:
         raise RulesQueryError(f"{path}: cannot read ({err})") from None
-    return match_rules(kernel_tokens(src, kernel, str(path)))
+    except (ValueError, SourceError) as err:
+        raise RulesQueryError(str(err)) from None
+    toks = kernel_tokens(view.text, kernel, str(path))
+    if kernel is None:
+        toks = [t for t in toks if 1 <= t.line <= len(view.origin)
+                and view.origin[t.line - 1][0] == path.name]
+    out = []
+    for h in match_rules(toks):
+        at = [view.origin[n - 1] if 1 <= n <= len(view.origin) else (path.name, n)
+              for n in h.lines]
+        out.append(replace(h, where=[f"{f}:{n}" for f, n in at],
+                           lines=sorted({n for f, n in at if f == path.name})))
+    return out

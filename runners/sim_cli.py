@@ -29,6 +29,7 @@ import numpy as np
 import typer
 
 from runners import limits
+from runners.cli_options import define_option, include_option
 from runners.cuda_sim import RawKernel
 from runners.cuda_sim.reading import nvcc_options
 from runners.dtypes import DTYPES
@@ -272,11 +273,8 @@ def sim(
     output: list[str] = typer.Option([], help=".metal: outputs NAME=DTYPE:SHAPE"),
     header: Path = typer.Option(None, help=".metal: helper functions file"),
     shared_mem: int = typer.Option(0, help=".cu: dynamic shared memory in bytes"),
-    include: list[Path] = typer.Option([], "--include-dir", "-I",
-                                       help=".cu: another folder of local headers (the "
-                                            "source's own folder is searched first)"),
-    define: list[str] = typer.Option([], "--define", "-D", help=".cu: NAME or NAME=VALUE, "
-                                     "as nvcc -D (e.g. -D GGML_CUDA_F16)"),
+    include: list[Path] = include_option(),
+    define: list[str] = define_option(),
     save: Path = typer.Option(None, help="save outputs as DIR/NAME.npy"),
     force: bool = typer.Option(False, "--force", help="--save may replace existing .npy files"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),

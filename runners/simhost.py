@@ -82,6 +82,10 @@ class LaunchSpec:
     checked: bool = True
 
 
+# Per buffer, in elements: {"read": (lo, hi) | None, "write": (lo, hi) | None}, hi exclusive.
+Extents = dict[str, tuple[int, int] | None]
+
+
 @dataclass
 class LaunchResult:
     status: str  # ok | fault | timeout | crash | skipped (build_only: nothing ran)
@@ -92,6 +96,7 @@ class LaunchResult:
     kernel_s: float = 0.0  # running the threadgroups only
     lockdown: str = "none"  # what the host installed: landlock+seccomp, seccomp, none
     lockdown_s: float = 0.0  # the host's time installing it
+    extents: dict[str, Extents] = field(default_factory=dict)  # checked mode only
 
     @property
     def ok(self) -> bool:
@@ -105,6 +110,9 @@ class SimRecord(LaunchRecord):
     running the threadgroups, and ``timing`` stays None (simulated time is no measurement)."""
 
     build: object = None  # simbuild.Build
+    # Checked mode: buffer name -> {"read": (lo, hi) | None, "write": (lo, hi) | None}, the
+    # elements [lo, hi) any thread read or wrote, redzones included; {} in fast mode.
+    extents: dict[str, Extents] = field(default_factory=dict)
 
 
 def launch_dims(value, what: str) -> tuple[int, int, int]:
@@ -177,6 +185,16 @@ def _findings(raw: dict, library: Path, source_file: str) -> list[Finding]:
                            tuple(thread) if thread else None, tuple(group) if group else None,
                            item.get("count", 1)))
     return out
+
+
+def _extents(raw: dict) -> dict[str, Extents]:
+    """The host's "extents" (checked mode) as name -> {"read": (lo, hi) | None, "write": ...};
+    {} when the host wrote none."""
+    def span(value) -> tuple[int, int] | None:
+        return (int(value[0]), int(value[1])) if value else None
+
+    return {name: {side: span(sides.get(side)) for side in ("read", "write")}
+            for name, sides in (raw.get("extents") or {}).items()}
 
 
 def _death(returncode: int, jailed: bool) -> Finding:
@@ -259,7 +277,8 @@ def run_launch(library: Path, spec: LaunchSpec, args: list[BufferArg | ScalarArg
                               wall_s=float(raw.get("wall_s", 0.0)),
                               kernel_s=float(raw.get("kernel_s", 0.0)),
                               lockdown=str(raw.get("lockdown", "none")),
-                              lockdown_s=float(raw.get("lockdown_s", 0.0)))
+                              lockdown_s=float(raw.get("lockdown_s", 0.0)),
+                              extents=_extents(raw))
         if raw["status"] == "ok":
             for i, arg in enumerate(args):
                 if isinstance(arg, BufferArg) and arg.mode != "in":

@@ -96,9 +96,11 @@ def evaluate(expr, sizes: dict, where: str = "") -> int | float | bool:
             return all(values) if isinstance(node.op, ast.And) else any(values)
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             return not walk(node.operand)
+        if isinstance(node, ast.IfExp):  # a host launch's `c ? a : b`
+            return walk(node.body) if walk(node.test) else walk(node.orelse)
         raise SizeExprError(f"{where}: cannot evaluate {expr!r}: use numbers, size names "
                         f"({', '.join(sizes)}), + - * // % / ** << >> & | ^, min, max, "
-                        "ceil_div, comparisons, and/or/not")
+                        "ceil_div, comparisons, and/or/not, a if c else b")
 
     text = str(expr)
     if len(text) > MAX_EXPR_CHARS:

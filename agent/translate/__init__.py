@@ -69,6 +69,8 @@ class Translation:
     rules_used: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     guessed: list[str] = field(default_factory=list)
+    # struct parameters passed as their bytes: name -> (C type, fields; runners/structs.py)
+    structs: dict[str, tuple[str, list[dict]]] = field(default_factory=dict)
 
     @property
     def coverage(self) -> float:
@@ -175,16 +177,33 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
         pos = c.end_byte
     parts.append(data[pos:kids[-1].start_byte].decode(errors="replace"))
     body = "".join(parts)
+    if info.struct_params:  # the struct's bytes arrive as a uint8 buffer named like it: a
+        # copy in an outer block, the original name (shadowing the buffer) in an inner one
+        head = "".join(f"const {ty} {name}_kport = *reinterpret_cast<const device {ty}*>"
+                       f"({name});\n" for name, (ty, _) in info.struct_params.items())
+        inner = "".join(f"const {ty} {name} = {name}_kport;\n"
+                        for name, (ty, _) in info.struct_params.items())
+        body = f"{head}{{\n{inner}{body}\n}}\n"
+        ctx.rules_used.add("types.struct_param")
     _signature_todos(info, ctx)
     header_parts = [HELPERS[h] for h in sorted(ctx.helpers)] + header_parts
     rules = {r.id: r for r in load_rules()}
     # MLX pastes the header verbatim before `template <...>` / `[[kernel]]`: without a final
     # newline a last `#define` would swallow the signature's first line
+    # A template argument MLX cannot pass (it takes ints, bools and dtypes: not a function
+    # such as unary_op_kernel<op_gelu, float>'s, nor an enum constant or a struct type) is
+    # bound by a macro after the header, where only the kernel's signature and body see it.
+    template = dict(info.template)
+    for name, value in list(template.items()):
+        if isinstance(value, str) and value not in TYPE_DTYPES.values() and \
+                re.search(r"[A-Za-z_]", value):
+            header_parts.append(f"#define {name} {value}  // template argument {name}")
+            del template[name]
     header = "".join(f"{p}\n" for p in header_parts if p)
     tr = Translation(
         kernel=info.name, body=_dedent(body), header=header,
         inputs=info.inputs, outputs=info.outputs, roles=info.roles, dtypes=info.dtypes,
-        template=dict(info.template),
+        template=template,
         grid=[f"({g}) * ({b})" for g, b in zip(_dims(grid), _dims(block), strict=True)]
         if grid is not None and block is not None else [],
         threadgroup=[str(b) for b in _dims(block)] if block is not None else [],
@@ -192,7 +211,7 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
         todos=[Todo(r, c, *_origin(line, origin), metal=rules[r].metal if r in rules else "")
                for r, c, line in ctx.todos],
         mapped=ctx.mapped, unmapped=ctx.todo, rules_used=sorted(ctx.rules_used),
-        notes=list(info.notes), guessed=list(info.guessed))
+        notes=list(info.notes), guessed=list(info.guessed), structs=dict(info.struct_params))
     if tr.atomic_outputs:
         tr.init_value = 0.0
         tr.notes.append("outputs are atomic (MLX atomic_outputs=True) and start at 0 "
@@ -211,10 +230,12 @@ def _signature_todos(info: KernelInfo, ctx: Context) -> None:
     for p in info.params:
         spelled = " ".join(p.type.replace("const", " ").split())
         if not p.pointer and spelled not in TYPE_DTYPES and spelled not in C_TYPE_NAMES \
-                and spelled not in bound:
+                and spelled not in bound and p.name not in info.struct_params \
+                and not spelled.startswith("enum "):
+            why = info.struct_problems.get(p.name, "")
             ctx.todo[f"struct parameter {p.name}"] += 1
-            ctx.todos.append(("types.struct_param", f"struct parameter {p.name} ({spelled})",
-                              line))
+            ctx.todos.append(("types.struct_param", f"struct parameter {p.name} ({spelled})"
+                              + (f": {why}" if why else ""), line))
     if not info.outputs:
         ctx.todo["no outputs"] += 1
         ctx.todos.append(("memory.kernel_outputs", "no outputs (no written pointer found)",

@@ -10,6 +10,12 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from agent.translate.macros import (
+    blank_qualifier_macros,
+    defined_macros,
+    expand_unbalanced_macros,
+    split_template_args,
+)
 from kb.parse import declarator_name, parse
 from kb.rewrites import load_rewrites
 from runners.errors import KportError
@@ -76,95 +82,12 @@ class KernelInfo:
     # parameters, variables, fields, enumerators, macros): what a call or scope may name
     known_names: set[str] = field(default_factory=set)
     macros: set[str] = field(default_factory=set)  # names the file #defines (never rewritten)
+    # struct parameters passed by value: name -> (C type, fields for runners/structs.py); and
+    # those kport cannot pass, with why
+    struct_params: dict[str, tuple[str, list[dict]]] = field(default_factory=dict)
+    struct_problems: dict[str, str] = field(default_factory=dict)
 
 
-# What a macro may stand for and still be read as a qualifier (llama.cpp's
-# `#define GGML_CUDA_RESTRICT __restrict__`): its uses are blanked before the source is parsed.
-QUALIFIER_WORDS = {"__restrict__", "__restrict", "restrict", "const", "volatile", "__device__",
-                   "__host__", "__forceinline__", "__inline__", "inline", "__noinline__",
-                   "static"}
-_COMMENT = re.compile(r"//.*|/\*.*?\*/")
-_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(\(?)([^\n]*)$", re.M)
-
-
-def defined_macros(src: str) -> set[str]:
-    """The name of every ``#define`` in ``src``."""
-    return {m[1] for m in _DEFINE.finditer(src)}
-
-
-def blank_qualifier_macros(src: str) -> str:
-    """``src`` with each use of an object-like macro that stands only for qualifiers (or for
-    nothing) replaced by spaces (offsets and lines kept), so that ``const float * RESTRICT x``
-    parses as the parameter ``x``; the ``#define`` lines stay."""
-    names = [m[1] for m in _DEFINE.finditer(src)
-             if not m[2] and set(_COMMENT.sub(" ", m[3]).split()) <= QUALIFIER_WORDS]
-    if not names:
-        return src
-    uses = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
-    out = []
-    for line in src.split("\n"):
-        if _DEFINE.match(line):
-            out.append(line)
-        else:
-            out.append(uses.sub(lambda m: " " * len(m[0]), line))
-    return "\n".join(out)
-
-
-_FUNCTION_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^)]*)\)"
-                             r"((?:[^\n]*\\\n)*[^\n]*)$", re.M)
-
-
-def _balanced(text: str) -> bool:
-    return all(text.count(a) == text.count(b) for a, b in ("{}", "()", "[]"))
-
-
-def _call_end(line: str, start: int) -> int:
-    """The index after the ``)`` closing the ``(`` at ``start``; -1 when the line ends first."""
-    depth = 0
-    for i in range(start, len(line)):
-        depth += {"(": 1, ")": -1}.get(line[i], 0)
-        if depth == 0:
-            return i + 1
-    return -1
-
-
-def expand_unbalanced_macros(src: str) -> str:
-    """``src`` with each one-line use of a function-like macro whose body opens or closes a
-    brace, bracket or parenthesis it does not close or open (llama.cpp's
-    ``GGML_TABLE_BEGIN(type, name, size)`` ... ``GGML_TABLE_END()`` around its tables)
-    replaced by the body, its parameters substituted: no parser can read such uses as
-    written. Lines are kept; the ``#define`` lines stay; a body with ``#`` or ``##`` is left."""
-    macros = {}
-    for m in _FUNCTION_MACRO.finditer(src):
-        body = " ".join(part.rstrip("\\").strip() for part in m[3].split("\n"))
-        body = _COMMENT.sub(" ", body).strip()
-        if not _balanced(body) and "#" not in body:
-            macros[m[1]] = ([p.strip() for p in m[2].split(",") if p.strip()], body)
-    if not macros:
-        return src
-    use = re.compile(r"\b(" + "|".join(map(re.escape, macros)) + r")\s*\(")
-    out = []
-    for line in src.split("\n"):
-        if not line.lstrip().startswith("#"):
-            pos = 0
-            while m := use.search(line, pos):
-                end = _call_end(line, m.end() - 1)
-                if end < 0:
-                    break
-                params, body = macros[m[1]]
-                args = split_template_args(line[m.end():end - 1]) if params else []
-                if len(args) != len(params):
-                    pos = end
-                    continue
-                for param, arg in zip(params, args, strict=True):
-                    body = re.sub(rf"\b{re.escape(param)}\b", lambda _, a=arg: a, body)
-                line = line[:m.start()] + body + line[end:]
-                pos = m.start() + len(body)
-        out.append(line)
-    return "\n".join(out)
-
-
-# A function parameter, with or without a default value (`const int off = 0`).
 PARAMETER_NODES = ("parameter_declaration", "optional_parameter_declaration")
 
 
@@ -213,7 +136,7 @@ def _params(fn: Node, data: bytes) -> list[Param]:
             continue
         ty = " ".join(_text(c, data) for c in p.named_children
                       if c.type in ("primitive_type", "type_identifier", "sized_type_specifier",
-                                    "template_type", "qualified_identifier"))
+                                    "template_type", "qualified_identifier", "enum_specifier"))
         pointer = any(n.type in ("pointer_declarator", "abstract_pointer_declarator")
                       for n in _walk(p))
         const = any(c.type == "type_qualifier" and _text(c, data) == "const"
@@ -269,22 +192,6 @@ def _mutable_params(callees: dict[str, tuple[Node, Node]], data: bytes,
     return out
 
 
-def split_template_args(text: str) -> list[str]:
-    """The arguments of ``<...>`` text split at its top-level commas only:
-    ``Traits<64, 4, float>, 2`` is two arguments."""
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "<([{":
-            depth += 1
-        elif ch in ">)]}":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            out.append(text[start:i].strip())
-            start = i + 1
-    out.append(text[start:].strip())
-    return [a for a in out if a]
-
-
 def _template_params(plist: Node | None, data: bytes) -> list[tuple[str, bool, str | None]]:
     """(name, is a type, default text or None) of each template parameter."""
     out = []
@@ -297,11 +204,84 @@ def _template_params(plist: Node | None, data: bytes) -> list[tuple[str, bool, s
             named = ids[-1] if ids else None
         if named is None:
             continue
+        if named.type not in ("identifier", "type_identifier"):  # `float (*op)(float)`
+            named = next((x for x in _walk(named) if x.type == "identifier"), named)
         default = p.child_by_field_name("default_type") or p.child_by_field_name(
             "default_value")
         out.append((_text(named, data), typed,
                     _text(default, data) if default is not None else None))
     return out
+
+
+def struct_fields(src: str, name: str, depth: int = 0) -> list[dict] | str:
+    """The fields of struct ``name`` as ``src`` defines it, each ``{"name", "dtype"}`` (plus
+    ``"count"`` for a fixed array, ``"fields"`` for a nested struct), in declaration order; or
+    why kport cannot pass it (a pointer field, a CUDA vector field whose layout Metal does not
+    share, a type it does not know). A parameter of such a struct travels as its bytes."""
+    data = blank_qualifier_macros(expand_unbalanced_macros(src)).encode()
+    root = parse(data, "cuda")
+    spec = next((n for n in _walk(root) if n.type in ("struct_specifier", "class_specifier")
+                 and n.child_by_field_name("body") is not None
+                 and n.child_by_field_name("name") is not None
+                 and _text(n.child_by_field_name("name"), data) == name), None)
+    if spec is None:
+        return f"struct {name} is not defined in the source read"
+    if depth > 4:
+        return f"struct {name} nests too deeply"
+    out: list[dict] = []
+    for f in spec.child_by_field_name("body").named_children:
+        if f.type in ("comment", "access_specifier"):
+            continue
+        if f.type != "field_declaration":
+            return f"struct {name} has a {f.type.replace('_', ' ')}, not only data fields"
+        if any(c.type == "storage_class_specifier" for c in f.children):
+            continue  # a static member is no part of the object
+        ty = f.child_by_field_name("type")
+        spelled = " ".join(_text(ty, data).replace("struct ", "").split()) if ty else ""
+        for d in f.children_by_field_name("declarator"):
+            if any(x.type in ("pointer_declarator", "reference_declarator") for x in _walk(d)):
+                return f"struct {name}: field {_text(d, data)!r} is a pointer (not passed yet)"
+            count, leaf = 1, d
+            while leaf.type == "array_declarator":
+                size = leaf.child_by_field_name("size")
+                try:
+                    count *= int(_text(size, data), 0)
+                except (ValueError, TypeError):
+                    return f"struct {name}: array field {_text(d, data)!r} has no literal size"
+                leaf = leaf.child_by_field_name("declarator")
+            entry = {"name": _text(leaf, data)}
+            if count > 1:
+                entry["count"] = count
+            if spelled in TYPE_DTYPES and TYPE_DTYPES[spelled] != "float64":
+                entry["dtype"] = TYPE_DTYPES[spelled]
+            elif spelled in ("size_t", "uint64_t", "unsigned long"):
+                entry["dtype"] = "uint64"
+            elif re.fullmatch(r"(?:u?(?:char|short|int|long)|float|double|half|__half)[2-4]|"
+                              r"dim3|(?:__)?(?:half|nv_bfloat16)2", spelled):
+                return (f"struct {name}: field {entry['name']!r} is a {spelled}, whose size "
+                        "and alignment differ between CUDA and Metal")
+            else:
+                nested = struct_fields(src, spelled, depth + 1)
+                if isinstance(nested, str):
+                    return (f"struct {name}: field {entry['name']!r} has type {spelled!r}: "
+                            + nested)
+                entry["fields"] = nested
+            out.append(entry)
+    return out or f"struct {name} has no fields"
+
+
+def template_params(src: str, kernel: str) -> list[tuple[str, bool, str | None]] | None:
+    """(name, is a type, default text or None) of each template parameter of function
+    ``kernel`` (name without arguments) in ``src``; [] for a plain function, None when ``src``
+    does not define it."""
+    data = blank_qualifier_macros(expand_unbalanced_macros(src)).encode()
+    funcs = _functions(parse(data, "cuda"), data)
+    if kernel not in funcs:
+        return None
+    outer = funcs[kernel][1]
+    if outer.type != "template_declaration":
+        return []
+    return _template_params(outer.child_by_field_name("parameters"), data)
 
 
 def _template(outer: Node, spec_args: list[str], data: bytes, where: str,
@@ -376,10 +356,13 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
     written: dict[str, int] = {}
     read: set[str] = set()
     atomic_roots: set[str] = set()
+    pointer_params = {p.name for p in params if p.pointer}
     for n in _walk(body):
         if n.type in ("assignment_expression", "update_expression"):
             target = n.child_by_field_name("left") or n.child_by_field_name("argument")
             r = root_name(target, data) if target is not None else None
+            if target is not None and target.type == "identifier" and r in pointer_params:
+                continue  # `dst += offset`: moves the pointer, neither reads nor writes data
             if r:  # a write takes effect at the end of its expression (x[i] = x[i] + 1)
                 written[r] = min(written.get(r, n.end_byte), n.end_byte)
                 op = n.child_by_field_name("operator")
@@ -433,10 +416,23 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
             written[target] = min(written.get(target, written[alias]), written[alias])
         if alias in read:
             read.add(target)
+    bound = {n for n, _ in info.template}
+    for p in params:  # a struct by value travels as its bytes: an input array
+        spelled = " ".join(p.type.replace("const", " ").replace("struct ", " ").split())
+        if not p.pointer and spelled not in TYPE_DTYPES and spelled not in C_TYPE_NAMES \
+                and spelled not in bound and not spelled.startswith("enum "):
+            fields = struct_fields(src, spelled)
+            if isinstance(fields, list):
+                info.struct_params[p.name] = (spelled, fields)
+            else:
+                info.struct_problems[p.name] = fields
     for p in params:
         info.dtypes[p.name] = p.type
         if roles and p.name in roles:
             role = roles[p.name]
+        elif p.name in info.struct_params:
+            role = "in"
+            info.dtypes[p.name] = "uint8_t"
         elif not p.pointer:
             role = "scalar"
         elif p.const or p.name not in written:
@@ -514,7 +510,8 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
     info.macros = defined_macros(src)
     info.attribute_params = _attribute_params(callee_nodes, order, data)
     info.threadgroup_params = _threadgroup_params(body, set(info.shared), data, funcs)
-    info.header_nodes = _header_nodes(root, data, kouter, set(order), [funcs[n][1] for n in order])
+    info.header_nodes = _header_nodes(root, data, kouter, set(order), [funcs[n][1] for n in order],
+                                      set(re.findall(r"[A-Za-z_]\w*", ",".join(spec_args))))
     return info
 
 
@@ -639,8 +636,19 @@ def _declared_names(n: Node, data: bytes) -> set[str]:
     return out
 
 
+def _leaf_names(node: Node, data: bytes) -> set[str]:
+    """The tokens under ``node``; a macro's body (one ``preproc_arg`` token to tree-sitter)
+    gives each identifier in it."""
+    out = set()
+    for n in _walk(node):
+        if n.child_count == 0:
+            text = _text(n, data)
+            out |= set(re.findall(r"[A-Za-z_]\w*", text)) if n.type == "preproc_arg" else {text}
+    return out
+
+
 def _header_nodes(root: Node, data: bytes, kernel: Node, callee_names: set[str],
-                  callees: list[Node]) -> list[Node]:
+                  callees: list[Node], named: set[str] = frozenset()) -> list[Node]:
     """File-scope items the kernel's code needs, in file order: the #defines, constants,
     structs, typedefs and template prototypes it uses (and what those use), and every
     definition or declaration of the functions it calls (overloads and specialisations)."""
@@ -654,9 +662,9 @@ def _header_nodes(root: Node, data: bytes, kernel: Node, callee_names: set[str],
                 items.append(n)
 
     visit(root)
-    used = set()
+    used = set(named)  # names the kernel's template arguments use
     for fn in [kernel, *callees]:
-        used |= {_text(n, data) for n in _walk(fn) if n.child_count == 0}
+        used |= _leaf_names(fn, data)
     keep: set[int] = set()
     changed = True
     while changed:  # what a kept item uses is needed too
@@ -667,13 +675,16 @@ def _header_nodes(root: Node, data: bytes, kernel: Node, callee_names: set[str],
             inner = n
             while inner.type == "template_declaration" and inner.named_children:
                 inner = inner.named_children[-1]
-            if inner.type == "function_definition":
-                wanted = _fn_name(inner, data) in callee_names and _device_code(inner, data)
+            if inner.type == "function_definition":  # called, or named (a template argument,
+                # a macro's body, a function pointer)
+                wanted = (_fn_name(inner, data) in callee_names | used) and \
+                    _device_code(inner, data) and n is not kernel and \
+                    "__global__" not in _text(inner, data).split("(")[0]
             else:
                 wanted = bool(_declared_names(n, data) & used) and \
                     "__global__" not in _text(n, data)
             if wanted:
                 keep.add(i)
-                used |= {_text(x, data) for x in _walk(n) if x.child_count == 0}
+                used |= _leaf_names(n, data)
                 changed = True
     return [n for i, n in enumerate(items) if i in keep]

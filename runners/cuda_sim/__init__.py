@@ -224,7 +224,7 @@ class RawKernel:
         return CudaRun(True, findings=result.findings, diagnostics=build.diagnostics,
                        outputs=list(arrays.values()) if result.status == "ok" else [],
                        printf=result.printf, source=self.code, kernel_s=result.kernel_s,
-                       build=build)
+                       build=build, extents=result.extents)
 
     def __call__(self, grid, block, args, *, shared_mem: int = 0) -> None:
         run = self.launch(grid, block, args, shared_mem)

@@ -227,7 +227,8 @@ class MetalKernel:
                           tg_mem_limit=THREADGROUP_MEMORY, checked=settings.sim_checks == "full")
         result = run_launch(build.library, spec, args, settings, source_file="source.metal")
         run = SimRun(True, findings=result.findings, source=shown, printf=result.printf,
-                     build=build, diagnostics=build.diagnostics, kernel_s=result.kernel_s)
+                     build=build, diagnostics=build.diagnostics, kernel_s=result.kernel_s,
+                     extents=result.extents)
         if result.status == "ok":
             for name, t in zip(self.output_names, outputs, strict=True):
                 run.outputs.append(to_mx(Tensor(result.outputs[name], t.dtype)))

@@ -166,7 +166,7 @@ class MetalFunction:
         return MetalRun(True, findings=result.findings, diagnostics=build.diagnostics,
                         outputs=list(arrays.values()) if result.status == "ok" else [],
                         printf=result.printf, source=lib.source, kernel_s=result.kernel_s,
-                        build=build)
+                        build=build, extents=result.extents)
 
 
 def _bare_instantiation(m: re.Match) -> str:

@@ -229,7 +229,7 @@ def test_kernel_py_carries_kports_one_size_evaluator():
 
     from agent.package import kernel_py
     from corpus.candidate import Candidate
-    from runners import sizeexpr
+    from runners import sizeexpr, structs
 
     spec = {"params": ["x", "y"], "args": {"x": {"role": "in"}, "y": {"role": "out"}},
             "sizes": [{"n": 8}], "size_args": {}, "inputs": ["x"], "outputs": ["y"],
@@ -250,6 +250,10 @@ def test_kernel_py_carries_kports_one_size_evaluator():
         assert namespace["evaluate"](expr, {"n": 10}) == sizeexpr.evaluate(expr, {"n": 10})
     with pytest.raises(ValueError, match="divides by zero"):
         namespace["evaluate"]("n // 0", {"n": 1})
+    # and runners/structs.py's, which packs a struct parameter's fields as C lays them out
+    fields = [{"name": "n", "dtype": "int64"}, {"name": "a", "dtype": "float32", "count": 2}]
+    assert bytes(namespace["struct_bytes"](fields, {"n": 3, "a": [1, 2]}, None)) == \
+        bytes(structs.struct_bytes(fields, {"n": 3, "a": [1, 2]}, None))
 
 
 def test_dynamic_shared_memory_of_a_guessed_case(tmp_path):

@@ -13,12 +13,15 @@ When the registry cannot be reached, ``SourcesUnavailable`` carries pip's last l
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import os
 import re
 import subprocess
 import sys
 import tarfile
 import tempfile
+import urllib.request
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +44,8 @@ def cache_root() -> Path:
 
 def _download(package: tuple[str, str], extra: tuple[str, ...], into: Path) -> Path:
     name, version = package
+    if extra == SDIST_ONLY:
+        return _download_sdist(package, into)
     proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
                            *extra, f"{name}=={version}", "-d", str(into)],
                           capture_output=True, text=True, timeout=900)
@@ -50,6 +55,31 @@ def _download(package: tuple[str, str], extra: tuple[str, ...], into: Path) -> P
         raise SourcesUnavailable(f"pip download {name}=={version}: "
                                  + (lines[-1].strip() if lines else "no file was downloaded"))
     return files[0]
+
+
+# ``extra`` for a package whose source distribution pip cannot prepare here (a PyTorch
+# extension's setup.py imports torch with CUDA): the pinned sdist is fetched as a file from the
+# registry's JSON API, never built
+SDIST_ONLY = ("--sdist-file",)
+REGISTRY = "https://pypi.org/pypi"
+
+
+def _download_sdist(package: tuple[str, str], into: Path) -> Path:
+    name, version = package
+    try:
+        with urllib.request.urlopen(f"{REGISTRY}/{name}/json", timeout=60) as r:
+            meta = json.load(r)
+        url = next(u for u in meta["releases"][version] if u["packagetype"] == "sdist")
+        target = into / url["filename"]
+        with urllib.request.urlopen(url["url"], timeout=300) as r:
+            target.write_bytes(r.read())
+    except (OSError, ValueError, KeyError, StopIteration) as err:
+        raise SourcesUnavailable(f"{name}=={version}: no sdist from {REGISTRY} ({err})") from None
+    digest = url.get("digests", {}).get("sha256")
+    if digest and hashlib.sha256(target.read_bytes()).hexdigest() != digest:
+        raise SourcesUnavailable(f"{name}=={version}: the sdist's sha256 does not match the "
+                                 "registry's")
+    return target
 
 
 def fetch(package: tuple[str, str], wanted: str, extra: tuple[str, ...] = ()) -> Path:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from agent.translate import cuda_closure, translate_kernel
-from agent.translate.analyze import expand_unbalanced_macros
+from agent.translate.macros import expand_unbalanced_macros
 from runners.cuda_sim import RawKernel
 from runners.cuda_sim.reading import line_origins, nvcc_options, read_as_compiled
 from runners.srcrewrite import SourceError
@@ -128,7 +128,7 @@ def test_the_device_code_closure_runs_as_the_kernel_does_in_its_tree(tree):
 
 def test_translate_reads_the_tree_and_names_each_todos_file(tree):
     (tree / "include" / "common.cuh").write_text(COMMON.replace(
-        "return x + x; }", "assert(x == x); return x + x; }"))
+        "return x + x; }", "__nanosleep(10); return x + x; }"))
     path = tree / "src" / "ops" / "scale.cu"
     proc = kport("translate", str(path), "--kernel", "scale_twice", "-I", str(tree / "include"),
                "-I", str(tree / "src"), "-D", "KP_OFFSET=0.5f", "--json")
@@ -136,7 +136,7 @@ def test_translate_reads_the_tree_and_names_each_todos_file(tree):
     out = json.loads(proc.stdout)
     assert "twice" in out["header"] and "SCALE" in out["header"]
     assert [(t["file"], t["line"], t["construct"]) for t in out["todos"]] == [
-        ("common.cuh", 8, "assert")]
+        ("common.cuh", 8, "__nanosleep")]
     assert any("<cublas_v2.h>" in n for n in out["notes"])
     proc = kport("translate", str(path), "--kernel", "scale_twice", "-I", str(tree / "include"))
     assert proc.returncode == 2
@@ -176,3 +176,20 @@ def test_partial_specialisations_come_with_their_primary_template():
         """)
     tr = translate_kernel(src, "k")
     assert tr.header.count("struct policy") == 3
+
+
+def test_kb_rules_reads_the_tree_and_skips_what_the_build_skips(tree):
+    """`kport kb rules` takes -I/-D like translate and port: the kernel's helpers are found in
+    the header they are in, and the HIP branch's inline asm (an #if group a CUDA build skips)
+    is no hit."""
+    path = tree / "src" / "ops" / "scale.cu"
+    proc = kport("kb", "rules", str(path), "--kernel", "scale_twice", "-I",
+                 str(tree / "include"), "-I", str(tree / "src"), "-D", "KP_OFFSET=0.5f",
+                 "--json")
+    assert proc.returncode == 0, proc.stderr
+    hits = {h["rule_id"]: h for h in json.loads(proc.stdout)}
+    assert "common.cuh:8" in hits["memory.device_function"]["where"]  # twice(), in a header
+    assert 4 in hits["memory.device_function"]["lines"]  # scaled(), in the file itself
+    assert not any("asm" in h["cuda"] for h in hits.values())
+    missing = kport("kb", "rules", str(path), "--kernel", "scale_twice")
+    assert missing.returncode != 0 and "-I" in missing.stderr + missing.stdout

@@ -1,10 +1,12 @@
 """The offline translator on small kernels: each structural mapping is run in metal_sim and
 compared with the CUDA kernel run in cuda_sim; coverage accounting and errors."""
 
+import math
+
 import numpy as np
 import pytest
 
-from agent.translate import TranslateError, translate_kernel
+from agent.translate import TranslateError, cuda_closure, translate_kernel
 from corpus.cases import evaluate
 
 
@@ -266,10 +268,29 @@ __global__ void k(const T* x, T* y) { int i = threadIdx.x; if (B) y[i] = x[i] * 
     assert translate_kernel(src, "k<4>").template == {"N": 4, "T": "float32", "B": True}
     assert translate_kernel(src, "k<4, half, false>").template == {
         "N": 4, "T": "float16", "B": False}
-    assert translate_kernel(src, "k<Traits<64, 4, float>, float>", strict=False).template[
-        "N"] == "Traits<64, 4, float>"
+    # an argument MLX cannot pass as a template value (not an int, bool or dtype) is bound by
+    # a macro the kernel's signature and body see
+    traits = translate_kernel(src, "k<Traits<64, 4, float>, float>", strict=False)
+    assert "N" not in traits.template
+    assert "#define N Traits<64, 4, float>" in traits.header
     with pytest.raises(TranslateError, match=r"4 template arguments given for 3 parameters"):
         translate_kernel(src, "k<4, float, false, 1>")
+
+
+def test_a_function_as_template_argument_is_bound_and_pulled_into_the_closure():
+    """Issue 15: `unary_op_kernel<op_gelu, float>`: `op` was read as the parameter named
+    `(*op)(float)`, op_gelu was left out of the device code, and MLX cannot take a function as a
+    template value."""
+    src = """static __device__ float op_sq(float x) { return x * x; }
+template <float (*op)(float), typename T>
+static __global__ void unary(const T * x, T * dst, const int k) {
+    const int i = blockDim.x*blockIdx.x + threadIdx.x;
+    if (i < k) dst[i] = op(x[i]);
+}"""
+    tr = translate_kernel(src, "unary<op_sq, float>")
+    assert tr.template == {"T": "float32"}
+    assert "#define op op_sq" in tr.header and "op_sq(float x)" in tr.header
+    assert "op_sq" in cuda_closure(src, "unary<op_sq, float>")
 
 
 def test_a_parameter_with_a_default_value_is_still_a_parameter():
@@ -304,3 +325,46 @@ __global__ void k(const float* x, float* y) {
                              ["2"], [32])
     assert tr.header.endswith("#define SCALE 2.0f\n")
     np.testing.assert_array_equal(got["y"], want["y"])
+
+
+def test_real_code_idioms_pointer_advance_erf_and_int_arguments_to_float_math():
+    """Issue 15, found on llama.cpp: `dst += row * n` made dst in-out (it moves the pointer, it
+    reads nothing); `erff` has no Metal counterpart (kport's helper stands in); `logf(period)`
+    with an int argument is ambiguous in Metal unless converted as C converts it; `assert` is
+    dropped as a release build drops it."""
+    src = """#include <cassert>
+__global__ void k(const float * x, float * dst, const int n, const int period) {
+    const int row = blockIdx.x, c = threadIdx.x;
+    assert(c >= 0);
+    x += row * n;
+    dst += row * n;
+    if (c < n) dst[c] = erff(x[c]) * logf(period);
+}"""
+    x = np.linspace(-4, 4, 3 * 40, dtype=np.float32)
+    tr, want, got = run_both(src, "k", {"x": x, "n": np.int32(40), "period": np.int32(7)},
+                             {"dst": np.zeros_like(x)}, grid=["3"], block=[64])
+    assert tr.roles["dst"] == "out" and "kport_erf" in tr.header
+    assert "log(float(period))" in tr.body and "assert" not in tr.body
+    expected = np.array([math.erf(v) * math.log(7) for v in x.astype(float)])
+    np.testing.assert_allclose(want["dst"], expected, rtol=0, atol=2e-6)
+    np.testing.assert_allclose(got["dst"], expected, rtol=0, atol=2e-6)
+
+
+def test_attribute_macros_do_not_hide_declarations_from_the_closure():
+    """Issue 15: ggml.h's `GGML_API` (an attribute and `extern`) and
+    `GGML_ATTRIBUTE_FORMAT(3, 4)` broke tree-sitter's parse of the header, so `enum ggml_op_pool`,
+    a kernel's parameter type, was left out of the device code."""
+    src = """#define API __attribute__ ((visibility ("default"))) extern
+#define FORMAT(...) __attribute__((format(printf, __VA_ARGS__)))
+#define NORETURN [[noreturn]]
+extern "C" {
+    NORETURN FORMAT(3, 4)
+    API void ggml_abort(const char * file, int line, const char * fmt, ...);
+    API float ggml_fp16_to_fp32(unsigned short);
+    enum pool_op { POOL_MAX, POOL_AVG };
+}
+__global__ void pool(const float * x, float * y, const enum pool_op op) {
+    y[threadIdx.x] = op == POOL_AVG ? x[threadIdx.x] : -x[threadIdx.x];
+}"""
+    code = cuda_closure(src, "pool")
+    assert "enum pool_op { POOL_MAX, POOL_AVG }" in code and "ggml_abort" not in code

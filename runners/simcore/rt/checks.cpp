@@ -11,7 +11,7 @@ namespace __kp {
 
 static uintptr_t g_span_lo = ~(uintptr_t)0, g_span_hi = 0;
 
-const Arg* buffer_of(uintptr_t addr) {
+Arg* buffer_of(uintptr_t addr) {
   if (g_span_hi == 0) {
     for (const Arg& a : g_launch.args) {
       if (!a.is_buffer) continue;
@@ -20,10 +20,24 @@ const Arg* buffer_of(uintptr_t addr) {
     }
   }
   if (addr < g_span_lo || addr >= g_span_hi) return nullptr;
-  for (const Arg& a : g_launch.args)
+  for (Arg& a : g_launch.args)
     if (a.is_buffer && addr >= (uintptr_t)a.map && addr < (uintptr_t)(a.map + a.map_bytes))
       return &a;
   return nullptr;
+}
+
+// Extents: OS threads race here, so relaxed CAS loops, which write only when the access lies
+// outside what is already recorded.
+static inline void lower_to(int64_t* at, int64_t v) {
+  int64_t cur = __atomic_load_n(at, __ATOMIC_RELAXED);
+  while (v < cur &&
+         !__atomic_compare_exchange_n(at, &cur, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+}
+
+static inline void raise_to(int64_t* at, int64_t v) {
+  int64_t cur = __atomic_load_n(at, __ATOMIC_RELAXED);
+  while (v > cur &&
+         !__atomic_compare_exchange_n(at, &cur, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
 }
 
 static void report_buffer_oob(const Arg* b, uintptr_t a, bool write, void* pc, unsigned line) {
@@ -133,7 +147,13 @@ static inline void on_access(void* p, size_t n, bool write, void* pc, unsigned l
     }
     return;
   }
-  const Arg* b = buffer_of(a);
+  Arg* b = buffer_of(a);
+  if (b && n) {
+    Arg::Extent& e = write ? b->writes : b->reads;
+    int64_t start = (int64_t)(a - (uintptr_t)b->data);
+    lower_to(&e.lo, start);
+    raise_to(&e.hi, start + (int64_t)n);
+  }
   if (b && (a < (uintptr_t)b->data || a + n > (uintptr_t)(b->data + b->bytes))) {
     report_buffer_oob(b, a, write, pc, line);
   } else if (b && write && !b->writes_back) {

@@ -112,6 +112,41 @@ static void write_finding(std::string& out, const Finding& f) {
   out += '}';
 }
 
+// One side of a buffer's extent in elements, [lo, hi) with hi rounded up, or null when no
+// thread made such an access. Offsets below the data (the low redzone) round down.
+static void write_extent(std::string& out, const Arg::Extent& e, size_t elem_size) {
+  int64_t lo = __atomic_load_n(&e.lo, __ATOMIC_RELAXED);
+  int64_t hi = __atomic_load_n(&e.hi, __ATOMIC_RELAXED);
+  if (lo > hi) {
+    out += "null";
+    return;
+  }
+  int64_t size = (int64_t)elem_size;
+  int64_t first = lo >= 0 ? lo / size : -((-lo + size - 1) / size);
+  int64_t end = hi >= 0 ? (hi + size - 1) / size : -(-hi / size);
+  char buf[64];
+  snprintf(buf, sizeof buf, "[%lld, %lld]", (long long)first, (long long)end);
+  out += buf;
+}
+
+// Checked mode: how far each buffer was read and written (kport fits shapes from these).
+static void write_extents(std::string& out) {
+  out += ",\n \"extents\": {";
+  const char* sep = "";
+  for (const Arg& a : g_launch.args) {
+    if (!a.is_buffer) continue;
+    out += sep;
+    json_string(out, a.name);
+    out += ": {\"read\": ";
+    write_extent(out, a.reads, a.elem_size);
+    out += ", \"write\": ";
+    write_extent(out, a.writes, a.elem_size);
+    out += '}';
+    sep = ", ";
+  }
+  out += '}';
+}
+
 static double now() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -152,7 +187,9 @@ static void write_result(const char* status, const Finding* fatal) {
     out += i ? ",\n  " : "\n  ";
     write_finding(out, g_findings[i]);
   }
-  out += "]}\n";
+  out += ']';
+  if (g_launch.checked) write_extents(out);
+  out += "}\n";
   if (!write_all(g_result_fd, out.data(), out.size())) _exit(70);
   if (g_printf_fd >= 0) write_all(g_printf_fd, g_printf.data(), g_printf.size());
 }

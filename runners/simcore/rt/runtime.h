@@ -29,6 +29,10 @@ struct Arg {
   unsigned char* lo = nullptr;  // start of low redzone
   unsigned char* hi = nullptr;  // end of high redzone
   void* value_slot = nullptr;   // what args[i] points at
+  // Checked mode: the lowest start and highest end byte offset, from `data`, of the accesses
+  // threads made (redzones included), reads and writes apart; widened atomically (checks.cpp).
+  struct Extent { int64_t lo = INT64_MAX, hi = INT64_MIN; };
+  Extent reads, writes;
 };
 
 // What the scheduler does with a simulated thread next.
@@ -119,6 +123,6 @@ void worker_setup(Worker* w);
 void run_group(Worker* w, uint32_t gx, uint32_t gy, uint32_t gz);
 
 // checks.cpp
-const Arg* buffer_of(uintptr_t addr);  // buffer whose guarded span holds addr, or null
+Arg* buffer_of(uintptr_t addr);  // buffer whose guarded span holds addr, or null
 
 }  // namespace __kp

@@ -1,0 +1,247 @@
+"""Pointer shapes measured, not guessed (issue 15): the CUDA kernel runs in cuda_sim, checked
+mode, with every buffer larger than it can need, at the case's sizes and at sizes derived from
+them; the access extents the simulator records (runners.simhost.SimRecord.extents: the
+elements each buffer was read and written at) are fitted by an expression over the size names.
+
+The fit, simplest first, each verified at a size set it was not fitted on:
+1. a constant (no size moves the extent);
+2. one product ``c * a * b`` (doubling each size it uses doubles the extent, the others leave
+   it alone): a flat array over the launch, ``nrows * ncols``;
+3. a multilinear sum: products of the sizes that move it (every subset while there are at
+   most MAX_TERMS, else those of up to two or three sizes and the product of all), with integer
+   coefficients (or eighths and sixteenths: byte strides) found by least squares over further
+   size sets: strided views such as ``(nrows - 1) * stride_row + ncols``.
+A buffer no fit explains keeps the flat guess and says so. An input's shape is its read extent,
+an output's its write extent, an inout's the larger; extents below element 0 are not
+described (the report says so).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import runners
+from runners.dtypes import DTYPES
+from runners.sizeexpr import SizeExprError, evaluate
+from runners.structs import struct_bytes, struct_value
+
+START_ELEMENTS = 1 << 16  # each buffer's first size; grown while the kernel reaches its end
+MAX_ELEMENTS = 1 << 24  # a buffer never grows past this (64 MiB of float32)
+MAX_RUNS = 64  # simulator runs one probe may take
+MAX_TERMS = 40  # products a fit may combine
+
+
+@dataclass
+class ArgProbe:
+    """What the probe needs of one kernel argument (the case's ``[[args]]`` entry)."""
+
+    name: str
+    role: str  # in, out, inout, scalar
+    dtype: str
+    value: object = None  # a scalar's value or size expression
+    fields: list[dict] | None = None  # a struct passed by value (runners/structs.py)
+
+
+@dataclass
+class Probe:
+    """The fitted shapes (argument -> expression) and what could not be fitted, and why."""
+
+    shapes: dict[str, str] = field(default_factory=dict)
+    unfitted: dict[str, str] = field(default_factory=dict)
+    runs: int = 0
+
+
+class _Runner:
+    """Runs the kernel at a size set with buffers of ``elements`` each; extents by name."""
+
+    def __init__(self, code: str, kernel: str, filename: str, args: list[ArgProbe],
+                 launch: Callable[[dict], tuple[list, list, int]]):
+        self.kernel = runners.get("cuda_sim").kernel(code, kernel, filename=filename)
+        self.args, self.launch = args, launch
+        self.elements: int = START_ELEMENTS
+        self.runs = 0
+
+    def extents(self, sizes: dict[str, int]) -> dict[str, int] | None:
+        """The end (exclusive) of each buffer's accesses by role at ``sizes``; None when the
+        kernel cannot run there."""
+        while True:
+            got = self._once(sizes)
+            if got is None:
+                return None
+            if max(got.values(), default=0) < self.elements or self.elements >= MAX_ELEMENTS:
+                return got
+            self.elements = min(self.elements * 8, MAX_ELEMENTS)  # it ran off the end: grow
+
+    def _once(self, sizes: dict[str, int]) -> dict[str, int] | None:
+        if self.runs >= MAX_RUNS:
+            return None
+        self.runs += 1
+        rng = np.random.default_rng(self.runs)
+        values = []
+        for a in self.args:
+            storage = DTYPES[a.dtype][0]
+            if a.fields:
+                try:
+                    values.append(struct_value(a.fields, struct_bytes(a.fields, {}, lambda f, w: (
+                        [evaluate(v, sizes) for v in f["value"]] if isinstance(f["value"], list)
+                        else evaluate(f["value"], sizes)))))
+                except (SizeExprError, ValueError):
+                    return None
+            elif a.role == "scalar":
+                try:
+                    v = evaluate(a.value, sizes) if isinstance(a.value, str) else a.value
+                except SizeExprError:
+                    return None
+                values.append(np.dtype(storage).type(v))
+            elif a.dtype.startswith(("float", "bfloat")) and a.role != "out":
+                values.append(rng.standard_normal(self.elements).astype(storage))
+            elif a.role != "out":
+                values.append(rng.integers(0, 4, self.elements).astype(storage))
+            else:
+                values.append(np.zeros(self.elements, storage))
+        try:
+            grid, block, smem = self.launch(sizes)
+            run = self.kernel.launch(grid, block, values, shared_mem=smem)
+        except (ValueError, SizeExprError):
+            return None
+        if not run.extents:
+            return None
+        out = {}
+        for a in self.args:
+            seen = run.extents.get(a.name) or {}
+            sides = [seen.get("read")] if a.role == "in" else [seen.get("write")] \
+                if a.role == "out" else [seen.get("read"), seen.get("write")]
+            ends = [s[1] for s in sides if s is not None]
+            if a.role != "scalar" and not a.fields:
+                out[a.name] = max(ends, default=0)
+        return out
+
+
+def probe_shapes(code: str, kernel: str, filename: str, args: list[ArgProbe],
+                 sizes: dict[str, int],
+                 launch: Callable[[dict], tuple[list, list, int]]) -> Probe:
+    """Fit each buffer's extent over ``sizes``' names (module docstring). ``launch(sizes)``
+    gives (grid, block, dynamic shared bytes) of a size set."""
+    runner = _Runner(code, kernel, filename, args, launch)
+    probe = Probe()
+    base = runner.extents(sizes)
+    buffers = [a.name for a in args if a.role != "scalar" and not a.fields]
+    if base is None:
+        probe.unfitted = {b: "the kernel did not run in cuda_sim at the case's sizes"
+                          for b in buffers}
+        probe.runs = runner.runs
+        return probe
+    names = list(sizes)
+    doubled = {n: runner.extents({**sizes, n: _double(sizes[n])}) for n in names}
+    check = _another(sizes, 1)
+    at_check = runner.extents(check)
+    samples: list[tuple[dict, dict]] = [(sizes, base)]
+    samples += [({**sizes, n: _double(sizes[n])}, e) for n, e in doubled.items() if e]
+    for b in buffers:
+        moved = [n for n in names if doubled[n] is None or doubled[n][b] != base[b]]
+        expr = None
+        if not moved:
+            expr = str(base[b])
+        elif all(doubled[n] is not None and doubled[n][b] == 2 * base[b] for n in moved):
+            prod = math.prod(sizes[n] for n in moved)
+            if base[b] % prod == 0:
+                c = base[b] // prod
+                expr = " * ".join(([str(c)] if c != 1 else []) + moved)
+        if expr is not None and at_check is not None and _value(expr, check) != at_check[b]:
+            expr = None
+        if expr is None:
+            expr = _linear_fit(b, moved, sizes, samples, runner)
+        if expr is None:
+            probe.unfitted[b] = (f"no expression over {', '.join(moved)} fits its measured "
+                                 "extents")
+        elif base[b] == 0:
+            probe.unfitted[b] = "the kernel never accessed it at the case's sizes"
+        else:
+            probe.shapes[b] = expr
+    probe.runs = runner.runs
+    return probe
+
+
+def _double(v: int) -> int:  # keeps the sign of a negative shift
+    return v * 2 if v > 0 else 2
+
+
+def _another(sizes: dict[str, int], seed: int) -> dict[str, int]:
+    """A size set near ``sizes`` with every size moved (odd values, so tails show)."""
+    rng = np.random.default_rng(1000 + seed)
+    out = {}
+    for n, v in sizes.items():
+        # keep a size's power-of-two factor (up to 16): a byte stride stays a whole number of
+        # elements
+        unit = math.gcd(abs(v), 16) if v else 1
+        out[n] = int(v + unit * rng.integers(1, max(8, abs(v) // unit + 1)))
+    return out
+
+
+def _value(expr: str, sizes: dict[str, int]) -> int | None:
+    try:
+        return int(evaluate(expr, sizes))
+    except SizeExprError:
+        return None
+
+
+def _linear_fit(buffer: str, moved: list[str], sizes: dict[str, int],
+                samples: list[tuple[dict, dict]], runner: _Runner) -> str | None:
+    """An integer combination of 1, each moved size, each product of two and the product of
+    all, fitted on enough size sets and verified on two more; None when none holds."""
+    if len(moved) > 8:
+        return None
+    terms: list[tuple[str, ...]] = [()]
+    for k in range(1, len(moved) + 1):  # products of ever more sizes, while few enough
+        more = list(itertools.combinations(moved, k))
+        if len(terms) + len(more) > MAX_TERMS and k > 2:
+            terms.append(tuple(moved))
+            break
+        terms += more
+    def matrix(rows):  # each column scaled to at most 1: products of sizes span 1e0..1e30
+        m = np.array([[math.prod(s[n] for n in t) for t in terms] for s, _ in rows], float)
+        return m / np.maximum(np.abs(m).max(axis=0), 1.0) if len(m) else m
+
+    rows = [(s, e) for s, e in samples if e is not None]
+    seed = 2
+    while runner.runs < MAX_RUNS and (len(rows) < len(terms) + 2 or np.linalg.matrix_rank(
+            matrix(rows[:-2])) < len(terms)):
+        at = _another(sizes, seed)
+        seed += 1
+        got = runner.extents(at)
+        if got is not None:
+            rows.append((at, got))
+    fit_rows = rows[:-2]  # the last two only verify
+    if len(rows) < len(terms) + 2 or np.linalg.matrix_rank(matrix(fit_rows)) < len(terms):
+        return None
+    raw = np.array([[math.prod(s[n] for n in t) for t in terms] for s, _ in fit_rows], float)
+    scale = np.maximum(np.abs(raw).max(axis=0), 1.0)
+    y = np.array([e[buffer] for _, e in fit_rows], float)
+    coef, *_ = np.linalg.lstsq(raw / scale, y, rcond=None)
+    coef = coef / scale
+    # byte strides give element extents like nb1 / 4: coefficients with a small denominator
+    denominator = next((d for d in (1, 2, 4, 8, 16) if np.allclose(
+        coef * d, np.rint(coef * d), atol=1e-6)), None)
+    if denominator is None:
+        return None
+    ints = np.rint(coef * denominator).astype(int)
+    expr = ""
+    for c, t in sorted(zip(ints.tolist(), terms, strict=True), key=lambda ct: (ct[0] < 0,
+                                                                               -len(ct[1]))):
+        if c == 0:
+            continue
+        body = " * ".join(t)
+        mag = str(abs(c)) if not t else body if abs(c) == 1 else f"{abs(c)} * {body}"
+        expr += (f" - {mag}" if c < 0 else f" + {mag}") if expr else (f"-{mag}" if c < 0
+                                                                      else mag)
+    expr = expr or "0"
+    if denominator > 1:
+        expr = f"({expr}) // {denominator}"
+    if any(_value(expr, s) != e[buffer] for s, e in rows):
+        return None
+    return expr
