@@ -84,6 +84,10 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     src = cuda_closure(view.text, kernel, where=src_path.name, origin=view.origin)
     source = f"{src_path.stem}.device.cu"
     tr = translate_kernel(src, kernel, where=str(src_path))
+    for name, why in tr.struct_problems.items():
+        raise KportError(f"{src_path}: {kernel}: struct parameter {name!r} cannot be passed "
+                         f"yet: {why} (kport passes structs of scalars and fixed arrays: "
+                         "docs/translate.md)")
     enums = set(re.findall(r"\benum\s+(?:class\s+|struct\s+)?([A-Za-z_]\w*)", src)) | set(
         re.findall(r"\btypedef\s+enum\b[^;{]*\{[^}]*\}\s*([A-Za-z_]\w*)\s*;", src))
     guessed: list[str] = [f"roles inferred by the translator: {tr.roles}", *picked]
@@ -117,6 +121,7 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
         if name in tr.structs:
             args.append(_struct_arg(name, *tr.structs[name], sizes, guessed))
             continue
+
         dtype = _dtype(name, tr.dtypes.get(name, ""), tr.template, enums)
         if role == "scalar":
             if name in values:
@@ -124,7 +129,8 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
             elif name in sizes:
                 value = name
             else:
-                value = 1 if dtype.startswith(("int", "uint")) else 1.5
+                value = 1 if dtype.startswith(("int", "uint")) else True if dtype == "bool" \
+                    else 1.5
                 guessed.append(f"scalar {name} = {value}")
             args.append({"name": name, "role": role, "dtype": dtype, "value": value})
             continue
@@ -135,6 +141,15 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
         init = ("zeros" if role == "out" else "normal" if dtype.startswith(("float", "bfloat"))
                 else "randint:0:4")
         args.append({"name": name, "role": role, "dtype": dtype, "shape": shape, "init": init})
+        if name in tr.nullable and launch is not None:
+            at = list(tr.roles).index(name)
+            text = launch.arg_texts[at].strip() if at < len(launch.arg_texts) else ""
+            if text in ("nullptr", "NULL", "0"):
+                args[-1] |= {"null": True, "shape": [8]}
+                if name in flat:
+                    flat.remove(name)
+                guessed.append(f"{name}: null, as the host launch passes it ({text}); the "
+                               f"package's run() takes {name}=None or an array")
     if block is None:
         block = [256, 1, 1]
         guessed.append("CUDA block [256, 1, 1] (no --block given)")
@@ -266,7 +281,8 @@ def _measure_shapes(src: str, kernel: str, filename: str, args: list[dict], flat
 
     probe = probe_shapes(src, kernel, filename,
                          [ArgProbe(a["name"], a["role"], a["dtype"], a.get("value"),
-                                   a.get("fields")) for a in args], dict(sizes), dims)
+                                   a.get("fields"), a.get("null", False)) for a in args],
+                         dict(sizes), dims)
     for a in args:
         if a["name"] not in flat:
             continue

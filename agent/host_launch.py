@@ -71,6 +71,7 @@ class HostLaunch:
     block: list[str] | None = None
     shared_mem: str | None = "0"
     args: list[str | None] = field(default_factory=list)
+    arg_texts: list[str] = field(default_factory=list)  # each argument as written
     problems: list[str] = field(default_factory=list)
     # the explicit template arguments of the launched kernel (macros and constants folded),
     # None where the host function's own template parameter stands (any value matches);
@@ -255,6 +256,7 @@ def _helper_launch(fn, call, parts, data: bytes, macros: dict[str, str]) -> Host
     out.shared_mem = (_size_expr(config_parts[2], local, macros, params, out.problems)
                       if len(config_parts) > 2 else "0")
     out.args = [_size_expr(_text(a, data), local, macros, params, []) for a in parts[2:]]
+    out.arg_texts = [_text(a, data) for a in parts[2:]]
     return out
 
 
@@ -300,8 +302,9 @@ def _launch(fn, call, config, data: bytes, macros: dict[str, str]) -> HostLaunch
     if len(parts) > 2:
         out.shared_mem = _size_expr(_text(parts[2], data), local, macros, params, out.problems)
     args = call.child_by_field_name("arguments")
-    out.args = [_size_expr(_text(a, data), local, macros, params, [])
-                for a in (args.named_children if args else []) if a.type != "comment"]
+    given = [a for a in (args.named_children if args else []) if a.type != "comment"]
+    out.args = [_size_expr(_text(a, data), local, macros, params, []) for a in given]
+    out.arg_texts = [_text(a, data) for a in given]
     return out
 
 

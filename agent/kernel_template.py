@@ -94,6 +94,11 @@ def _bind(kwargs: dict) -> tuple[dict, dict]:
     for name, a in args.items():
         if a["role"] not in ("in", "inout") or a.get("fields"):
             continue
+        if kwargs.get(name) is None and f"KP_HAS_{name}" in SPEC["template"]:
+            # an optional input the kernel tests against null: absent (run()'s KP_HAS_ flag
+            # says so; 8 zeros stand in, as MLX passes no null buffers)
+            values[name] = np.zeros(8, STORAGE[a["dtype"]])
+            continue
         if name not in kwargs:
             raise TypeError(f"run() missing array argument {name!r}")
         arr = values[name] = _array(name, kwargs[name], a["dtype"])
@@ -123,6 +128,8 @@ def _bind(kwargs: dict) -> tuple[dict, dict]:
         values[name] = _scalar(name, given, a["dtype"])
     for name, arr in values.items():
         a = args[name]
+        if kwargs.get(name) is None and f"KP_HAS_{name}" in SPEC["template"]:
+            continue
         if a["role"] == "in" and arr.ndim == 1:  # a kernel reads a flat buffer's first
             want = int(evaluate(a["shape"][0], sizes))  # elements: a longer one is fine
             if arr.shape[0] < want:
@@ -170,6 +177,17 @@ def _struct(name: str, a: dict, given, sizes: dict):
         raise ValueError(f"{name}: {err}") from None
 
 
+def _device(value):
+    """A 1-D input of fewer than 8 elements padded to 8: MLX passes a smaller one in the
+    `constant` address space, where the port's `device` pointers (its helper functions take
+    them) cannot point. The kernel reads only the elements it was given."""
+    import mlx.core as mx
+
+    if isinstance(value, mx.array) and value.ndim == 1 and value.size < 8:
+        return mx.concatenate([value, mx.zeros((8 - value.size,), value.dtype)])
+    return value
+
+
 def run(**kwargs) -> dict:
     """Run the port: every in/inout/scalar argument by its CUDA name (plus any size in
     SPEC["size_args"]); returns every out/inout argument by its CUDA name as an mx.array.
@@ -179,14 +197,16 @@ def run(**kwargs) -> dict:
     values, sizes = _bind(kwargs)
     args = SPEC["args"]
     outs = [args[SPEC["out_args"][o]] for o in SPEC["outputs"]]
-    template = [(k, getattr(mx, v) if isinstance(v, str) and v in STORAGE
+    template = [(k, kwargs.get(k.removeprefix("KP_HAS_")) is not None
+                 if k.startswith("KP_HAS_") and isinstance(v, bool)
+                 else getattr(mx, v) if isinstance(v, str) and v in STORAGE
                  else int(evaluate(v, sizes)) if isinstance(v, str) else v)
                 for k, v in SPEC["template"].items()]
     extra = {"template": template} if template else {}
     if SPEC["init_value"] is not None:
         extra["init_value"] = SPEC["init_value"]
     results = kernel()(
-        inputs=[values[n] for n in SPEC["inputs"]],
+        inputs=[_device(values[n]) for n in SPEC["inputs"]],
         output_shapes=[tuple(int(evaluate(e, sizes)) for e in a["shape"]) for a in outs],
         output_dtypes=[getattr(mx, a["dtype"]) for a in outs],
         grid=tuple(int(evaluate(e, sizes)) for e in SPEC["grid"]),

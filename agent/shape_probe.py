@@ -45,6 +45,7 @@ class ArgProbe:
     dtype: str
     value: object = None  # a scalar's value or size expression
     fields: list[dict] | None = None  # a struct passed by value (runners/structs.py)
+    null: bool = False  # a pointer passed as nullptr
 
 
 @dataclass
@@ -85,7 +86,9 @@ class _Runner:
         values = []
         for a in self.args:
             storage = DTYPES[a.dtype][0]
-            if a.fields:
+            if a.null:
+                values.append(np.uint64(0))
+            elif a.fields:
                 try:
                     values.append(struct_value(a.fields, struct_bytes(a.fields, {}, lambda f, w: (
                         [evaluate(v, sizes) for v in f["value"]] if isinstance(f["value"], list)
@@ -117,7 +120,7 @@ class _Runner:
             sides = [seen.get("read")] if a.role == "in" else [seen.get("write")] \
                 if a.role == "out" else [seen.get("read"), seen.get("write")]
             ends = [s[1] for s in sides if s is not None]
-            if a.role != "scalar" and not a.fields:
+            if a.role != "scalar" and not a.fields and not a.null:
                 out[a.name] = max(ends, default=0)
         return out
 
@@ -130,7 +133,7 @@ def probe_shapes(code: str, kernel: str, filename: str, args: list[ArgProbe],
     runner = _Runner(code, kernel, filename, args, launch)
     probe = Probe()
     base = runner.extents(sizes)
-    buffers = [a.name for a in args if a.role != "scalar" and not a.fields]
+    buffers = [a.name for a in args if a.role != "scalar" and not a.fields and not a.null]
     if base is None:
         probe.unfitted = {b: "the kernel did not run in cuda_sim at the case's sizes"
                           for b in buffers}

@@ -106,6 +106,8 @@ class ArgSpec(BaseModel):
     # struct's bytes (shape: their count), which the port reads back as the struct
     ctype: str = ""
     fields: list[FieldSpec] = Field(default_factory=list)
+    # an input pointer passed as nullptr (CUDA) / absent (the port's KP_HAS_<name> is false)
+    null: bool = False
 
     _dtype = field_validator("dtype")(lambda v: known_dtype(v))
 
@@ -120,6 +122,12 @@ class ArgSpec(BaseModel):
         if kind in ("uniform", "randint") and bounds and not float(bounds[0]) < float(bounds[1]):
             raise ValueError(f"init {v!r}: LO must be below HI")
         return v
+
+    @model_validator(mode="after")
+    def _null_is_an_input(self) -> ArgSpec:
+        if self.null and (self.role != "in" or self.fields):
+            raise ValueError(f"argument {self.name!r}: only an `in` pointer may be null")
+        return self
 
     @model_validator(mode="after")
     def _struct_is_its_bytes(self) -> ArgSpec:

@@ -57,6 +57,9 @@ def as_float(a: np.ndarray, dtype: str) -> np.ndarray:
     return a.astype(np.float64)
 
 
+NULL_STAND_IN = 8  # elements of the array that stands in for a null input (MLX: `device`)
+
+
 def make_inputs(case: CaseSpec, sizes: dict[str, int], seed: int) -> dict:
     """Every argument's initial value for one size set and seed, in storage dtypes."""
     rng = np.random.default_rng(seed)
@@ -70,6 +73,9 @@ def make_inputs(case: CaseSpec, sizes: dict[str, int], seed: int) -> dict:
             continue
         if arg.fields:  # a struct by value: its bytes
             values[arg.name] = struct_input(arg, sizes, {}, where)
+            continue
+        if arg.null:  # nullptr in CUDA; in the port an unread stand-in and KP_HAS_<name> false
+            values[arg.name] = np.zeros(NULL_STAND_IN, storage)
             continue
         shape = tuple(int(evaluate(s, sizes, where + ".shape")) for s in arg.shape)
         kind, *params = arg.init.split(":")
@@ -114,6 +120,7 @@ def run_cuda(case: CaseSpec, sizes: dict[str, int], inputs: dict):
     where = f"{case.folder / 'case.toml'}: cuda"
     by_name = {a.name: a for a in case.args}
     args = [structs.struct_value(by_name[k].layout(), v) if k in by_name and by_name[k].fields
+            else np.uint64(0) if k in by_name and by_name[k].null  # a null pointer's bytes
             else v.copy() if isinstance(v, np.ndarray) else v for k, v in inputs.items()]
     kernel = runners.get("cuda_sim").kernel((case.folder / case.cuda.source).read_text(),
                                             case.cuda.kernel, options=(f"-I{case.folder}",),
@@ -176,8 +183,11 @@ def _template(case: CaseSpec, sizes: dict[str, int]) -> list[tuple[str, object]]
     import mlx.core as mx  # lazy: MLX is heavy (Metal on macOS); only a Metal run needs it
 
     out = []
+    nulls = {a.name for a in case.args if a.null}
     for name, value in case.metal.template.items():
-        if isinstance(value, str) and value in DTYPES:
+        if name.startswith("KP_HAS_") and isinstance(value, bool):  # an optional input's flag
+            value = name.removeprefix("KP_HAS_") not in nulls
+        elif isinstance(value, str) and value in DTYPES:
             value = getattr(mx, value)
         elif isinstance(value, str):
             value = int(evaluate(value, sizes, f"{case.folder / 'case.toml'}: metal.template"))
@@ -193,13 +203,23 @@ def kernel_name(case: CaseSpec) -> str:
     return name if name[:1].isalpha() or name[:1] == "_" else f"k_{name}"
 
 
+def _device(value: np.ndarray, arg) -> np.ndarray:
+    """A 1-D input array of fewer than 8 elements padded to 8, as the package's run() pads it:
+    MLX passes a smaller one in the `constant` address space, where the port's `device`
+    pointers (its helper functions take them) cannot point."""
+    if arg.role == "scalar" or value.ndim != 1 or value.size >= 8:
+        return value
+    return np.concatenate([value, np.zeros(8 - value.size, value.dtype)])
+
+
 def run_metal(case: CaseSpec, sizes: dict[str, int], inputs: dict):
     """Run the Metal port in metal_sim; returns (outputs by argument name, record)."""
     import mlx.core as mx  # lazy: as in _template
 
     m, where = case.metal, f"{case.folder / 'case.toml'}: metal"
     by_name = {a.name: a for a in case.args}
-    tensors = [to_mx(Tensor(np.asarray(inputs[n]), by_name[n].dtype)) for n in m.inputs]
+    tensors = [to_mx(Tensor(_device(np.asarray(inputs[n]), by_name[n]), by_name[n].dtype))
+               for n in m.inputs]
     out_args = [by_name[o] if o in by_name else by_name[o.removesuffix("_out")]
                 for o in m.outputs]
     shapes = [tuple(int(evaluate(s, sizes, where + ".outputs")) for s in a.shape)

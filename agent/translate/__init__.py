@@ -71,6 +71,8 @@ class Translation:
     guessed: list[str] = field(default_factory=list)
     # struct parameters passed as their bytes: name -> (C type, fields; runners/structs.py)
     structs: dict[str, tuple[str, list[dict]]] = field(default_factory=dict)
+    nullable: list[str] = field(default_factory=list)  # inputs that may be null (KP_HAS_<name>)
+    struct_problems: dict[str, str] = field(default_factory=dict)  # why a struct cannot pass
 
     @property
     def coverage(self) -> float:
@@ -177,14 +179,24 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
         pos = c.end_byte
     parts.append(data[pos:kids[-1].start_byte].decode(errors="replace"))
     body = "".join(parts)
-    if info.struct_params:  # the struct's bytes arrive as a uint8 buffer named like it: a
-        # copy in an outer block, the original name (shadowing the buffer) in an inner one
-        head = "".join(f"const {ty} {name}_kport = *reinterpret_cast<const device {ty}*>"
-                       f"({name});\n" for name, (ty, _) in info.struct_params.items())
-        inner = "".join(f"const {ty} {name} = {name}_kport;\n"
-                        for name, (ty, _) in info.struct_params.items())
+    # What MLX cannot pass as the kernel has it is rebuilt at the body's start: a copy in an
+    # outer block, the original name (shadowing the input) in an inner one. A struct's bytes
+    # arrive as a uint8 buffer named like it; a pointer the kernel tests against null arrives
+    # as an array (a dummy when null) plus the template bool KP_HAS_<name>.
+    nullable = [n for n in info.nullable if info.roles.get(n) == "in"]
+    head = "".join(f"const {ty} {name}_kport = *reinterpret_cast<const device {ty}*>"
+                   f"({name});\n" for name, (ty, _) in info.struct_params.items())
+    head += "".join(f"auto {name}_kport = {name};\n" for name in nullable)
+    inner = "".join(f"const {ty} {name} = {name}_kport;\n"
+                    for name, (ty, _) in info.struct_params.items())
+    inner += "".join(f"decltype({name}_kport) {name} = KP_HAS_{name} ? {name}_kport : nullptr;\n"
+                     for name in nullable)
+    if head:
         body = f"{head}{{\n{inner}{body}\n}}\n"
+    if info.struct_params:
         ctx.rules_used.add("types.struct_param")
+    if nullable:
+        ctx.rules_used.add("memory.nullable_pointer")
     _signature_todos(info, ctx)
     header_parts = [HELPERS[h] for h in sorted(ctx.helpers)] + header_parts
     rules = {r.id: r for r in load_rules()}
@@ -193,7 +205,8 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
     # A template argument MLX cannot pass (it takes ints, bools and dtypes: not a function
     # such as unary_op_kernel<op_gelu, float>'s, nor an enum constant or a struct type) is
     # bound by a macro after the header, where only the kernel's signature and body see it.
-    template = dict(info.template)
+    template = dict(info.template) | {f"KP_HAS_{n}": True for n in info.nullable
+                                      if info.roles.get(n) == "in"}
     for name, value in list(template.items()):
         if isinstance(value, str) and value not in TYPE_DTYPES.values() and \
                 re.search(r"[A-Za-z_]", value):
@@ -211,7 +224,9 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
         todos=[Todo(r, c, *_origin(line, origin), metal=rules[r].metal if r in rules else "")
                for r, c, line in ctx.todos],
         mapped=ctx.mapped, unmapped=ctx.todo, rules_used=sorted(ctx.rules_used),
-        notes=list(info.notes), guessed=list(info.guessed), structs=dict(info.struct_params))
+        notes=list(info.notes), guessed=list(info.guessed), structs=dict(info.struct_params),
+        nullable=[n for n in info.nullable if info.roles.get(n) == "in"],
+        struct_problems=dict(info.struct_problems))
     if tr.atomic_outputs:
         tr.init_value = 0.0
         tr.notes.append("outputs are atomic (MLX atomic_outputs=True) and start at 0 "

@@ -86,6 +86,7 @@ class KernelInfo:
     # those kport cannot pass, with why
     struct_params: dict[str, tuple[str, list[dict]]] = field(default_factory=dict)
     struct_problems: dict[str, str] = field(default_factory=dict)
+    nullable: list[str] = field(default_factory=list)  # input pointers tested against null
 
 
 PARAMETER_NODES = ("parameter_declaration", "optional_parameter_declaration")
@@ -228,16 +229,27 @@ def struct_fields(src: str, name: str, depth: int = 0) -> list[dict] | str:
         return f"struct {name} is not defined in the source read"
     if depth > 4:
         return f"struct {name} nests too deeply"
+    aliases = {}  # `using index_t = uint32_t;` / `typedef int64_t index_t;`, here or at file scope
+    for a in _walk(root):
+        if a.type == "alias_declaration" and a.child_by_field_name("name") is not None:
+            aliases[_text(a.child_by_field_name("name"), data)] = _text(
+                a.child_by_field_name("type"), data)
+        elif a.type == "type_definition" and a.child_by_field_name("type") is not None:
+            for d in a.children_by_field_name("declarator"):
+                aliases[_text(d, data)] = _text(a.child_by_field_name("type"), data)
     out: list[dict] = []
     for f in spec.child_by_field_name("body").named_children:
-        if f.type in ("comment", "access_specifier"):
-            continue
+        if f.type in ("comment", "access_specifier", "alias_declaration", "type_definition",
+                      "function_definition", "declaration", "template_declaration"):
+            continue  # a type alias, a method, a static: no part of the object's bytes
         if f.type != "field_declaration":
             return f"struct {name} has a {f.type.replace('_', ' ')}, not only data fields"
         if any(c.type == "storage_class_specifier" for c in f.children):
             continue  # a static member is no part of the object
         ty = f.child_by_field_name("type")
         spelled = " ".join(_text(ty, data).replace("struct ", "").split()) if ty else ""
+        for _ in range(4):
+            spelled = " ".join(aliases.get(spelled, spelled).split())
         for d in f.children_by_field_name("declarator"):
             if any(x.type in ("pointer_declarator", "reference_declarator") for x in _walk(d)):
                 return f"struct {name}: field {_text(d, data)!r} is a pointer (not passed yet)"
@@ -426,6 +438,14 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
                 info.struct_params[p.name] = (spelled, fields)
             else:
                 info.struct_problems[p.name] = fields
+    body_text = _text(body, data)
+    for p in params:  # `mask != nullptr`, `if (mask)`, `mask ? a : b`: it may be null
+        n = r"(?<![\w.>])" + re.escape(p.name) + r"\b"  # the name, not a member `v.x`
+        if p.pointer and re.search(
+                rf"{n}\s*[!=]=\s*(?:nullptr|NULL|0)\b|\b(?:nullptr|NULL)\s*[!=]=\s*{n}|"
+                rf"\bif\s*\(\s*!?\s*{n}\s*\)|{n}\s*\?|!\s*{n}\s*[^\[.(\s]|&&\s*{n}\s*[)&|]",
+                body_text):
+            info.nullable.append(p.name)
     for p in params:
         info.dtypes[p.name] = p.type
         if roles and p.name in roles:

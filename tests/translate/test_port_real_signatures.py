@@ -109,3 +109,38 @@ def test_a_struct_parameter_travels_as_its_bytes_and_run_takes_a_dict(tmp_path):
     np.testing.assert_array_equal(module.as_numpy("dst", got["dst"]).reshape(3, 7), want)
     with pytest.raises(ValueError, match=r"p: ncolz: no such field"):
         module.run(x=x, p={"ncolz": 7, "nrows": 3})
+
+
+NULLABLE_SRC = textwrap.dedent("""\
+    #define BLOCK 64
+    __global__ void add_bias(const float * x, const float * bias, float * y, const int n) {
+        const int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i >= n) return;
+        y[i] = x[i] + (bias != nullptr ? bias[i] : 1.0f);
+    }
+    static void add_bias_cuda(const float * x, float * y, const int n) {
+        add_bias<<<(n + BLOCK - 1) / BLOCK, BLOCK>>>(x, nullptr, y, n);
+    }
+    """)
+
+
+def test_an_optional_input_may_be_null_in_the_oracle_and_none_in_run(tmp_path):
+    """Issue 15 item 4: a pointer the kernel tests against nullptr (llama.cpp's softmax mask,
+    PyTorch's optional tensors). The host launch passes nullptr, so the case does; the port
+    takes an array and the template flag KP_HAS_bias, and run() takes bias=None or an array."""
+    path = tmp_path / "bias.cu"
+    path.write_text(NULLABLE_SRC)
+    out = tmp_path / "pkg"
+    proc = kport("port", str(path), "--kernel", "add_bias", "--offline", "--no-kb",
+                 "--size", "n=300", "--out", str(out))
+    assert "ACCEPTED" in proc.stdout and proc.returncode == 0, proc.stdout + proc.stderr
+    rep = json.loads((out / "report.json").read_text())
+    assert any(g.startswith("bias: null, as the host launch passes it") for g in rep["guessed"])
+    spec = importlib.util.spec_from_file_location("kport_bias_port", out / "kernel.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = np.arange(10, dtype=np.float32)
+    np.testing.assert_array_equal(module.as_numpy("y", module.run(x=x, n=10)["y"]), x + 1)
+    bias = np.full(10, 5, np.float32)
+    np.testing.assert_array_equal(module.as_numpy("y", module.run(x=x, bias=bias, n=10)["y"]),
+                                  x + 5)
