@@ -291,6 +291,7 @@ def _measure_shapes(src: str, kernel: str, filename: str, args: list[dict], flat
             guessed.append(f"shape of {a['name']}: [{probe.shapes[a['name']]}], measured in "
                            "cuda_sim (the elements the kernel accesses, fitted over the sizes)")
         else:
+            a["shape_guessed"] = True
             guessed.append(f"shape of {a['name']}: {a['shape']} (flat; not measured: "
                            f"{probe.unfitted.get(a['name'], 'no access')}; pass --shape "
                            f"{a['name']}=...)")

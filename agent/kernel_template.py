@@ -47,6 +47,13 @@ def kernel():
                 source=BODY, header=HEADER, atomic_outputs=SPEC["atomic_outputs"])
 
 
+def _mx_dtype(dtype: str):
+    """The MLX dtype of a dtype name (MLX spells bool ``bool_``)."""
+    import mlx.core as mx
+
+    return mx.bool_ if dtype == "bool" else getattr(mx, dtype)
+
+
 def _array(name: str, value, dtype: str):
     import mlx.core as mx
 
@@ -60,7 +67,7 @@ def _array(name: str, value, dtype: str):
     if not isinstance(value, mx.array):
         raise TypeError(f"{name}: expected an mx.array or numpy array of {dtype}, got "
                         f"{type(value).__name__}")
-    if value.dtype != getattr(mx, dtype):
+    if value.dtype != _mx_dtype(dtype):
         raise TypeError(f"{name}: expected {dtype}, got {value.dtype}; convert it first")
     return value
 
@@ -75,7 +82,7 @@ def _scalar(name: str, value, dtype: str):
     if dtype.startswith(("int", "uint")) and float(value) != int(value):
         raise TypeError(f"{name}: expected an integer ({dtype}), got {value!r}")
     return mx.array(int(value) if dtype.startswith(("int", "uint")) else value,
-                    dtype=getattr(mx, dtype))
+                    dtype=_mx_dtype(dtype))
 
 
 def _bind(kwargs: dict) -> tuple[dict, dict]:
@@ -129,6 +136,8 @@ def _bind(kwargs: dict) -> tuple[dict, dict]:
     for name, arr in values.items():
         a = args[name]
         if kwargs.get(name) is None and f"KP_HAS_{name}" in SPEC["template"]:
+            continue
+        if a.get("shape_guessed"):  # no measured extent to hold the caller's array to
             continue
         if a["role"] == "in" and arr.ndim == 1:  # a kernel reads a flat buffer's first
             want = int(evaluate(a["shape"][0], sizes))  # elements: a longer one is fine
@@ -199,7 +208,7 @@ def run(**kwargs) -> dict:
     outs = [args[SPEC["out_args"][o]] for o in SPEC["outputs"]]
     template = [(k, kwargs.get(k.removeprefix("KP_HAS_")) is not None
                  if k.startswith("KP_HAS_") and isinstance(v, bool)
-                 else getattr(mx, v) if isinstance(v, str) and v in STORAGE
+                 else _mx_dtype(v) if isinstance(v, str) and v in STORAGE
                  else int(evaluate(v, sizes)) if isinstance(v, str) else v)
                 for k, v in SPEC["template"].items()]
     extra = {"template": template} if template else {}
@@ -208,7 +217,7 @@ def run(**kwargs) -> dict:
     results = kernel()(
         inputs=[_device(values[n]) for n in SPEC["inputs"]],
         output_shapes=[tuple(int(evaluate(e, sizes)) for e in a["shape"]) for a in outs],
-        output_dtypes=[getattr(mx, a["dtype"]) for a in outs],
+        output_dtypes=[_mx_dtype(a["dtype"]) for a in outs],
         grid=tuple(int(evaluate(e, sizes)) for e in SPEC["grid"]),
         threadgroup=tuple(int(evaluate(e, sizes)) for e in SPEC["threadgroup"]), **extra)
     return {SPEC["out_args"][o]: r for o, r in zip(SPEC["outputs"], results, strict=True)}

@@ -125,7 +125,8 @@ def port_spec(case, candidate: Candidate) -> dict:
     argument are inferred."""
     args = {a.name: {"role": a.role, "dtype": a.dtype, "shape": list(a.shape),
                      **({"value": a.value} if a.role == "scalar" else {}),
-                     **({"fields": a.layout(), "ctype": a.ctype} if a.fields else {})}
+                     **({"fields": a.layout(), "ctype": a.ctype} if a.fields else {}),
+                     **({"shape_guessed": True} if a.shape_guessed else {})}
             for a in case.args}
     used: set[str] = set()
     for a in case.args:

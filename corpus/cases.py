@@ -108,6 +108,9 @@ class ArgSpec(BaseModel):
     fields: list[FieldSpec] = Field(default_factory=list)
     # an input pointer passed as nullptr (CUDA) / absent (the port's KP_HAS_<name> is false)
     null: bool = False
+    # the shape is kport's flat guess, not measured (docs/corpus.md): big enough for the
+    # oracle's inputs, but a package does not hold a caller's array to it
+    shape_guessed: bool = False
 
     _dtype = field_validator("dtype")(lambda v: known_dtype(v))
 

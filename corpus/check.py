@@ -188,7 +188,7 @@ def _template(case: CaseSpec, sizes: dict[str, int]) -> list[tuple[str, object]]
         if name.startswith("KP_HAS_") and isinstance(value, bool):  # an optional input's flag
             value = name.removeprefix("KP_HAS_") not in nulls
         elif isinstance(value, str) and value in DTYPES:
-            value = getattr(mx, value)
+            value = mx.bool_ if value == "bool" else getattr(mx, value)
         elif isinstance(value, str):
             value = int(evaluate(value, sizes, f"{case.folder / 'case.toml'}: metal.template"))
         out.append((name, value))
@@ -229,7 +229,8 @@ def run_metal(case: CaseSpec, sizes: dict[str, int], inputs: dict):
             (case.folder / m.source).read_text(), header)
     launch = dict(
         inputs=tensors, output_shapes=shapes,
-        output_dtypes=[getattr(mx, a.dtype) for a in out_args],
+        output_dtypes=[mx.bool_ if a.dtype == "bool" else getattr(mx, a.dtype)
+                       for a in out_args],
         grid=tuple(launch_dims(m.grid, sizes, where + ".grid")) + (1,) * (3 - len(m.grid)),
         threadgroup=tuple(launch_dims(m.threadgroup, sizes, where + ".threadgroup"))
         + (1,) * (3 - len(m.threadgroup)),

@@ -122,6 +122,8 @@ def check_package(module, w: Wild, sizes: dict[str, int], seed: int = 0) -> str:
         got = module.run(**{k: v for k, v in given.items() if k in accepted})
     except (TypeError, ValueError, RuntimeError) as err:
         return f"run() refused: {err}"
+    except Exception as err:  # noqa: BLE001 (a package that crashes fails this check; go on)
+        return f"run() crashed: {type(err).__name__}: {err}"
     for name, expected in want.items():
         if name not in got:
             return f"run() returned no {name!r} (it returned {', '.join(got)})"

@@ -16,7 +16,23 @@ from tests.wild.harness import port_and_check, root_of
 
 ENTRIES = all_entries()
 # kernel id -> why kport does not port it yet (the issue that tracks it)
-KNOWN: dict[str, str] = {}
+KNOWN: dict[str, str] = {
+    "cluster_nearest": "x and y are read at offsets that ptr_x/ptr_y (CSR offsets) hold: the "
+                       "guessed case's random index data cannot size them; needs a case whose "
+                       "inputs are valid offsets (no init kind says 'sorted offsets' yet)",
+    "cluster_fps": "dist is read and written but only partly written, and MLX outputs are fresh "
+                   "arrays (an in-place partial update); its max reduction also races in "
+                   "shared memory (cuda_sim reports it)",
+    "cluster_radius": "row/col are written only in part (the host pre-fills -1): the port's "
+                      "fresh outputs hold garbage where CUDA's keep their old values",
+    "scatter_segment_csr_max": "ATen's TensorInfo struct (a pointer and 25-element arrays), "
+                               "defined in a torch header kport reads as empty",
+    "conv1d_fwd": "CUB BlockLoad/BlockStore (issue 16) and a params struct with pointer fields",
+    "conv1d_update": "a params struct with pointer fields (x_ptr, weight_ptr, ...): pointer "
+                     "fields are not passed yet",
+    "selective_scan_fwd": "CUB BlockLoad/BlockScan (issue 16) and a params struct with pointer "
+                          "fields",
+}
 
 
 def _params() -> list:
