@@ -201,8 +201,6 @@ def run(**kwargs) -> dict:
     """Run the port: every in/inout/scalar argument by its CUDA name (plus any size in
     SPEC["size_args"]); returns every out/inout argument by its CUDA name as an mx.array.
     Raises TypeError/ValueError for missing, unknown or mis-shaped arguments."""
-    import mlx.core as mx
-
     values, sizes = _bind(kwargs)
     args = SPEC["args"]
     outs = [args[SPEC["out_args"][o]] for o in SPEC["outputs"]]
