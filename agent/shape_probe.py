@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -34,6 +35,8 @@ START_ELEMENTS = 1 << 16  # each buffer's first size; grown while the kernel rea
 MAX_ELEMENTS = 1 << 24  # a buffer never grows past this (64 MiB of float32)
 MAX_RUNS = 64  # simulator runs one probe may take
 MAX_TERMS = 40  # products a fit may combine
+MAX_SECONDS = 90.0  # a probe stops starting runs after this long (a slow kernel's shapes stay
+# flat guesses, said in the report)
 
 
 @dataclass
@@ -66,6 +69,7 @@ class _Runner:
         self.args, self.launch = args, launch
         self.elements: int = START_ELEMENTS
         self.runs = 0
+        self.started = time.monotonic()
 
     def extents(self, sizes: dict[str, int]) -> dict[str, int] | None:
         """The end (exclusive) of each buffer's accesses by role at ``sizes``; None when the
@@ -79,7 +83,7 @@ class _Runner:
             self.elements = min(self.elements * 8, MAX_ELEMENTS)  # it ran off the end: grow
 
     def _once(self, sizes: dict[str, int]) -> dict[str, int] | None:
-        if self.runs >= MAX_RUNS:
+        if self.runs >= MAX_RUNS or time.monotonic() - self.started > MAX_SECONDS:
             return None
         self.runs += 1
         rng = np.random.default_rng(self.runs)
