@@ -33,40 +33,75 @@ def _only_qualifiers(body: str) -> bool:
     return set(_ATTRIBUTE.sub(" ", _COMMENT.sub(" ", body)).split()) <= _DECLARATION_WORDS
 
 
+def _call_kind(params: str, body: str) -> int | None:
+    """For a function-like macro: -1 when its body is only qualifiers and attributes (a use
+    is blanked), k when it is its k-th parameter plus such words (``GGML_DEPRECATED(func,
+    hint)`` is ``func __attribute__((deprecated(hint)))``: a use reads as its first argument),
+    else None."""
+    if _only_qualifiers(body):
+        return -1
+    names = [p.strip() for p in params.split(",")]
+    words = _ATTRIBUTE.sub(" ", _COMMENT.sub(" ", body)).split()
+    kept = [w for w in words if w not in _DECLARATION_WORDS]
+    return names.index(kept[0]) if len(kept) == 1 and kept[0] in names else None
+
+
 def blank_qualifier_macros(src: str) -> str:
     """``src`` with each use of a macro that stands only for qualifiers, attributes or nothing
     replaced by spaces (offsets and lines kept), so that ``const float * RESTRICT x`` parses
     as the parameter ``x`` and ``GGML_API float f(float);`` as a declaration; a function-like
-    one (``GGML_ATTRIBUTE_FORMAT(3, 4)``) is blanked with its arguments. The ``#define``
-    lines stay."""
-    names = [m[1] for m in _DEFINE.finditer(src) if not m[2] and _only_qualifiers(m[3])]
-    calls = [m[1] for m in _DEFINE.finditer(src) if m[2] and ")" in m[3]
-             and _only_qualifiers(m[3].split(")", 1)[1])]
-    # a name also defined otherwise (in another #if branch kept by a plain read) stays
-    others = {m[1] for m in _DEFINE.finditer(src) if not (
-        (not m[2] and _only_qualifiers(m[3])) or (m[2] and ")" in m[3]
-                                                  and _only_qualifiers(m[3].split(")", 1)[1])))}
-    names = [n for n in names if n not in others]
-    calls = [n for n in calls if n not in others]
+    one (``GGML_ATTRIBUTE_FORMAT(3, 4)``) is blanked with its arguments, and one that is an
+    argument plus attributes (``GGML_DEPRECATED(decl, "hint")``, over several lines) keeps that
+    argument where it was. The ``#define`` lines stay."""
+    kinds: dict[str, int | None] = {}
+    for m in _DEFINE.finditer(src):
+        if not m[2]:
+            kind = -2 if _only_qualifiers(m[3]) else None  # -2: an object-like qualifier
+        elif ")" in m[3]:
+            params, body = m[3].split(")", 1)
+            kind = _call_kind(params, body)
+        else:
+            kind = None
+        # a name also defined otherwise (in another #if branch a plain read keeps) stays
+        kinds[m[1]] = kind if kinds.get(m[1], kind) == kind else None
+    names = [n for n, k in kinds.items() if k == -2]
+    calls = {n: k for n, k in kinds.items() if k is not None and k >= -1}
     if not names and not calls:
         return src
-    uses = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b") if names else None
-    call_uses = re.compile(r"\b(" + "|".join(map(re.escape, calls)) + r")\s*\(") \
-        if calls else None
-    out = []
-    for line in src.split("\n"):
-        if _DEFINE.match(line):
-            out.append(line)
-            continue
-        if uses is not None:
-            line = uses.sub(lambda m: " " * len(m[0]), line)
-        if call_uses is not None:
-            for m in reversed(list(call_uses.finditer(line))):
-                end = _call_end(line, m.end() - 1)
-                if end > 0:
-                    line = line[:m.start()] + " " * (end - m.start()) + line[end:]
-        out.append(line)
-    return "\n".join(out)
+    defines = [(m.start(), m.end()) for m in _DEFINE.finditer(src)]
+    out = list(src)
+
+    def in_define(pos: int) -> bool:
+        return any(a <= pos < b for a, b in defines)
+
+    if names:
+        for m in re.finditer(r"\b(" + "|".join(map(re.escape, names)) + r")\b", src):
+            if not in_define(m.start()):
+                out[m.start():m.end()] = " " * (m.end() - m.start())
+    if calls:
+        for m in re.finditer(r"\b(" + "|".join(map(re.escape, calls)) + r")\s*\(", src):
+            if in_define(m.start()):
+                continue
+            end = _call_end(src, m.end() - 1)
+            if end < 0:
+                continue
+            kind = calls[m[1]]
+            keep = None
+            if kind >= 0:
+                args, depth, start = [], 0, m.end()
+                for i in range(m.end(), end - 1):
+                    ch = src[i]
+                    depth += ch in "([{"
+                    depth -= ch in ")]}"
+                    if ch == "," and depth == 0:
+                        args.append((start, i))
+                        start = i + 1
+                args.append((start, end - 1))
+                keep = args[kind] if kind < len(args) else None
+            for i in range(m.start(), end):
+                if keep is None or not keep[0] <= i < keep[1]:
+                    out[i] = "\n" if src[i] == "\n" else " "
+    return "".join(out)
 
 
 _FUNCTION_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^)]*)\)"
