@@ -99,9 +99,9 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
         guessed.append(note)
     ints = [n for n, r in tr.roles.items() if r == "scalar"
             and _dtype(n, tr.dtypes.get(n, ""), tr.template, enums).startswith(("int", "uint"))]
-    launch, values = None, {}
+    launch, values, unread = None, {}, set()
     if grid is None and block is None:
-        launch, values = _host_launch(view, kernel, list(tr.roles), ints, sizes)
+        launch, values, unread = _host_launch(view, kernel, list(tr.roles), ints, sizes)
     if launch is not None:
         grid, block = launch.grid, launch.block
         shared_mem = launch.shared_mem if shared_mem is None else shared_mem
@@ -126,7 +126,7 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
         if role == "scalar":
             if name in values:
                 value = values[name]
-            elif name in sizes:
+            elif name in sizes and name not in unread:
                 value = name
             else:
                 value = 1 if dtype.startswith(("int", "uint")) else True if dtype == "bool" \
@@ -159,12 +159,14 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     if shared_mem is None and "KP_SMEM_BYTES" in tr.template:
         guessed.append("dynamic shared memory 0 bytes: the kernel declares extern __shared__, "
                        "so pass --shared-mem BYTES with what the host launch gives")
-    if flat:
-        _measure_shapes(src, kernel, f"{src_path.stem}.device.cu", args, flat, sizes,
-                        (grid, block, shared_mem), guessed)
+    fixed = flat and _measure_shapes(src, kernel, f"{src_path.stem}.device.cu", args, flat,
+                                     sizes, (grid, block, shared_mem), guessed)
     # odd sizes exercise tails; a size with a power-of-two factor (a byte stride) keeps it
     variant = {k: max(math.gcd(v, 16), (v - v // 4 - 1) // math.gcd(v, 16) * math.gcd(v, 16))
                for k, v in sizes.items() if v > 8}
+    if fixed:
+        variant = {}
+        guessed.append("no second size set: a shape was measured at these sizes only")
     if variant:
         guessed.append(f"a second size set {variant} (odd sizes, to exercise tails)")
     half = any(a["dtype"] in ("float16", "bfloat16") for a in args)
@@ -228,16 +230,25 @@ def _host_launch(view, kernel: str, params: list[str], ints: list[str], sizes: d
     instantiation count (``norm_f32<1024>`` is launched with other blocks than ``<32>``)."""
     _, _, rest = kernel.partition("<")
     given = split_template_args(rest.strip()[:-1]) if rest.strip().endswith(">") else []
-    for launch in find_launches(view.text, kernel):
+    for launch in find_launches(view.text, kernel, given):
         if not launch.usable or not matches(launch, given):
             continue
-        values = {name: expr for name, expr in zip(params, launch.args, strict=False)
-                  if name in ints and expr is not None}
-        used = size_names([*launch.grid, *launch.block, str(launch.shared_mem), *values.values()])
+        used = size_names([*launch.grid, *launch.block, str(launch.shared_mem)])
         if not used or (sizes and not set(used) <= set(sizes)):
             continue
-        return launch, values
-    return None, {}
+        # a kernel scalar the launch passes as an expression over the sizes takes it; one it
+        # passes otherwise (a value such as an enum, an expression kport cannot read) is not
+        # bound to a size of the same name (llama.cpp's tri passes nb01 / sizeof(T) as nb01)
+        values, unread = {}, set()
+        for name, expr in zip(params, launch.args, strict=False):
+            if name not in ints:
+                continue
+            if expr is not None and (not sizes or set(size_names([expr])) <= set(sizes)):
+                values[name] = expr
+            elif expr is None or expr.strip() != name:
+                unread.add(name)
+        return launch, values, unread
+    return None, {}, set()
 
 
 def _struct_arg(name: str, ctype: str, fields: list[dict], sizes: dict,
@@ -269,9 +280,10 @@ def _struct_arg(name: str, ctype: str, fields: list[dict], sizes: dict,
 
 
 def _measure_shapes(src: str, kernel: str, filename: str, args: list[dict], flat: list[str],
-                    sizes: dict, launch: tuple, guessed: list[str]) -> None:
+                    sizes: dict, launch: tuple, guessed: list[str]) -> bool:
     """Replace the flat shape of each argument in ``flat`` by the extent the kernel accesses
-    it at, measured in cuda_sim and fitted over the sizes (agent/shape_probe.py)."""
+    it at, measured in cuda_sim and fitted over the sizes (agent/shape_probe.py); True when a
+    shape holds only at these sizes."""
     grid, block, smem = launch
 
     def dims(sz: dict) -> tuple[list, list, int]:
@@ -290,11 +302,20 @@ def _measure_shapes(src: str, kernel: str, filename: str, args: list[dict], flat
             a["shape"] = [probe.shapes[a["name"]]]
             guessed.append(f"shape of {a['name']}: [{probe.shapes[a['name']]}], measured in "
                            "cuda_sim (the elements the kernel accesses, fitted over the sizes)")
+        elif probe.base.get(a["name"]):
+            # no expression explains it: the extent measured at these sizes, valid at these
+            # sizes only (the caller drops the second size set)
+            a["shape"], a["shape_guessed"] = [probe.base[a["name"]]], True
+            guessed.append(f"shape of {a['name']}: [{probe.base[a['name']]}], the extent "
+                           "measured at these sizes only (no expression over the sizes "
+                           f"fits: {probe.unfitted.get(a['name'])}; pass --shape "
+                           f"{a['name']}=...)")
         else:
             a["shape_guessed"] = True
             guessed.append(f"shape of {a['name']}: {a['shape']} (flat; not measured: "
                            f"{probe.unfitted.get(a['name'], 'no access')}; pass --shape "
                            f"{a['name']}=...)")
+    return any(a.get("shape_guessed") and isinstance(a["shape"][0], int) for a in args)
 
 
 def _category(kernel: str) -> str:

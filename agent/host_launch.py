@@ -83,9 +83,11 @@ class HostLaunch:
         return self.grid is not None and self.block is not None and self.shared_mem is not None
 
 
-def find_launches(src: str, kernel: str) -> list[HostLaunch]:
+def find_launches(src: str, kernel: str, given=()) -> list[HostLaunch]:
     """Every launch of ``kernel`` (its name without template arguments) in the host functions
-    of ``src``, in file order: ``<<<...>>>`` launches and calls of launch helpers."""
+    of ``src``, in file order: ``<<<...>>>`` launches and calls of launch helpers. ``given``:
+    the kernel's template arguments, which say what a host's own type parameter is where the
+    launch passes it (``sizeof(T)`` in an argument is then its bytes)."""
     data = blank_qualifier_macros(expand_unbalanced_macros(src)).encode()
     root = parse(data, "cuda")
     macros = {m[1]: m[2].split("//")[0].strip() for m in _OBJECT_MACRO.finditer(src)}
@@ -99,13 +101,13 @@ def find_launches(src: str, kernel: str) -> list[HostLaunch]:
             if callee is None:
                 continue
             if config is not None and _text(callee, data).split("<")[0].strip() == name:
-                found.append(_launch(fn, call, config, data, macros))
+                found.append(_launch(fn, call, config, data, macros, given))
             elif config is None and _text(callee, data).split("<")[0].strip() in helpers:
                 args = call.child_by_field_name("arguments")
                 parts = [a for a in (args.named_children if args else [])
                          if a.type != "comment"]
                 if len(parts) >= 2 and _text(parts[0], data).split("<")[0].strip() == name:
-                    found.append(_helper_launch(fn, call, parts, data, macros))
+                    found.append(_helper_launch(fn, call, parts, data, macros, given))
     return found
 
 
@@ -236,26 +238,48 @@ def _template_args(callee_text: str, tparams: set[str], local: dict,
     return out
 
 
-def _helper_launch(fn, call, parts, data: bytes, macros: dict[str, str]) -> HostLaunch:
+def _type_sizes(callee_text: str, template_args, given) -> dict[str, int]:
+    """Bytes of the host's own type parameters the launch passes where ``given`` names a
+    scalar type (``tri_kernel<T, true, 0>`` launched as ``tri_kernel<float, ...>``: T is 4)."""
+    _, _, rest = callee_text.partition("<")
+    texts = split_template_args(rest.strip()[:-1]) if rest.strip().endswith(">") else []
+    out = {}
+    for i, (text, value) in enumerate(zip(texts, template_args or [], strict=False)):
+        if value is None and i < len(given) and _IDENT.fullmatch(text.strip()) and \
+                " ".join(given[i].split()) in _BYTES:
+            out[text.strip()] = _BYTES[" ".join(given[i].split())]
+    return out
+
+
+def _typed(text: str, types: dict[str, int]) -> str:
+    for name, size in types.items():
+        text = re.sub(rf"\bsizeof\s*\(\s*{re.escape(name)}\s*\)", str(size), text)
+    return text
+
+
+def _helper_launch(fn, call, parts, data: bytes, macros: dict[str, str],
+                   given=()) -> HostLaunch:
     host, params, tparams = _host_params(fn, data)
     local = _locals(fn, call.start_byte, data)
     out = HostLaunch(host, call.start_point[0] + 1, params)
     out.template_args = _template_args(_text(parts[0], data), tparams, local, macros, params)
     config = local.get(_text(parts[1], data).strip())
-    m = re.fullmatch(r"\s*[\w:]+\s*\((.*)\)\s*", config or "", re.S)
+    m = re.fullmatch(r"\s*(?:[\w:]+\s*)?(?:\((.*)\)|\{(.*)\})\s*", config or "", re.S)
     if not isinstance(config, str) or m is None:
         out.grid = out.block = None
         out.problems.append(f"the launch parameters {_text(parts[1], data)!r} are not a local "
-                            "built from a constructor call")
+                            "built from a constructor call or a braced list")
         return out
-    config_parts = _split_call_args(m[1])
+    config_parts = _split_call_args(m[1] if m[1] is not None else m[2])
     for i, attr in enumerate(("grid", "block")):
         dims = _dims(config_parts[i] if i < len(config_parts) else "1", local, macros, params,
                      out.problems)
         setattr(out, attr, dims)
     out.shared_mem = (_size_expr(config_parts[2], local, macros, params, out.problems)
                       if len(config_parts) > 2 else "0")
-    out.args = [_size_expr(_text(a, data), local, macros, params, []) for a in parts[2:]]
+    types = _type_sizes(_text(parts[0], data), out.template_args, given)
+    out.args = [_size_expr(_text(a, data), local, macros, params, [], types)
+                for a in parts[2:]]
     out.arg_texts = [_text(a, data) for a in parts[2:]]
     return out
 
@@ -289,7 +313,7 @@ def _dims(text: str, local: dict, macros: dict[str, str], params: list[str],
     return None if any(d is None for d in dims) else dims
 
 
-def _launch(fn, call, config, data: bytes, macros: dict[str, str]) -> HostLaunch:
+def _launch(fn, call, config, data: bytes, macros: dict[str, str], given=()) -> HostLaunch:
     host, params, tparams = _host_params(fn, data)
     local = _locals(fn, call.start_byte, data)
     out = HostLaunch(host, call.start_point[0] + 1, params)
@@ -302,9 +326,12 @@ def _launch(fn, call, config, data: bytes, macros: dict[str, str]) -> HostLaunch
     if len(parts) > 2:
         out.shared_mem = _size_expr(_text(parts[2], data), local, macros, params, out.problems)
     args = call.child_by_field_name("arguments")
-    given = [a for a in (args.named_children if args else []) if a.type != "comment"]
-    out.args = [_size_expr(_text(a, data), local, macros, params, []) for a in given]
-    out.arg_texts = [_text(a, data) for a in given]
+    passed = [a for a in (args.named_children if args else []) if a.type != "comment"]
+    types = _type_sizes(_text(call.child_by_field_name("function"), data), out.template_args,
+                        given)
+    out.args = [_size_expr(_text(a, data), local, macros, params, [], types)
+                for a in passed]
+    out.arg_texts = [_text(a, data) for a in passed]
     return out
 
 
@@ -353,7 +380,7 @@ def size_names(exprs: list[str]) -> list[str]:
 
 
 def _size_expr(text: str, local: dict, macros: dict[str, str], params: list[str],
-               problems: list[str]) -> str | None:
+               problems: list[str], types: dict[str, int] | None = None) -> str | None:
     """``text`` as a size expression over ``params``, or None (a reason in ``problems``)."""
     for _ in range(8):  # locals and macros, a few levels deep
         changed = False
@@ -377,7 +404,7 @@ def _size_expr(text: str, local: dict, macros: dict[str, str], params: list[str]
         text = _IDENT.sub(sub, text)
         if not changed:
             break
-    text = _SIZEOF.sub(lambda m: str(_BYTES[" ".join(m[1].split())]), text)
+    text = _SIZEOF.sub(lambda m: str(_BYTES[" ".join(m[1].split())]), _typed(text, types or {}))
     text = _STATIC_CAST.sub("", _CAST.sub("", text))
     text = re.sub(r"\bstd::(min|max)\b", r"\1", text)
     # ggml's and the CUDA samples' MIN/MAX macros

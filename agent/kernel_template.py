@@ -130,6 +130,12 @@ def _bind(kwargs: dict) -> tuple[dict, dict]:
                 raise ValueError(f"{name}={given} but the arrays give {sym}={sizes[sym]}")
         elif sym is not None and sym in sizes:
             given = sizes[sym]
+        elif isinstance(a["value"], str) and sym is None:  # derived from sizes (`nb01 // 4`)
+            try:
+                given = evaluate(a["value"], sizes)
+            except SizeExprError:
+                raise TypeError(f"run() missing scalar argument {name!r} ({a['dtype']}; or the "
+                                f"sizes {a['value']!r} is computed from)") from None
         else:
             raise TypeError(f"run() missing scalar argument {name!r} ({a['dtype']})")
         values[name] = _scalar(name, given, a["dtype"])

@@ -58,6 +58,7 @@ class Probe:
     shapes: dict[str, str] = field(default_factory=dict)
     unfitted: dict[str, str] = field(default_factory=dict)
     runs: int = 0
+    base: dict[str, int] = field(default_factory=dict)  # each buffer's extent at the sizes
 
 
 class _Runner:
@@ -116,8 +117,9 @@ class _Runner:
             run = self.kernel.launch(grid, block, values, shared_mem=smem)
         except (ValueError, SizeExprError):
             return None
-        if not run.extents:
-            return None
+        if not run.extents or any(f.kind in ("out_of_bounds", "crash", "timeout")
+                                  for f in run.findings):
+            return None  # sizes the kernel cannot run at (a tile overrun, a fault)
         out = {}
         for a in self.args:
             seen = run.extents.get(a.name) or {}
@@ -143,6 +145,7 @@ def probe_shapes(code: str, kernel: str, filename: str, args: list[ArgProbe],
                           for b in buffers}
         probe.runs = runner.runs
         return probe
+    probe.base = dict(base)
     names = list(sizes)
     doubled = {n: runner.extents({**sizes, n: _double(sizes[n])}) for n in names}
     check = _another(sizes, 1)

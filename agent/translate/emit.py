@@ -66,6 +66,17 @@ HELPERS["kport_erf"] = """inline float kport_erf(float x) {
   for (int k = 40; k >= 1; --k) f = a + (k * 0.5f) / f;
   return copysign(1.0f - exp(-a * a) / (1.7724538509055159f * f), x);
 }"""
+# min/max over the type C++'s arithmetic conversions give (math.min_max)
+HELPERS["kport_min"] = """template <typename A, typename B>
+inline auto kport_min(A a, B b) {
+  using C = decltype(a + b);
+  return min(C(a), C(b));
+}"""
+HELPERS["kport_max"] = """template <typename A, typename B>
+inline auto kport_max(A a, B b) {
+  using C = decltype(a + b);
+  return max(C(a), C(b));
+}"""
 # Scalar spellings (CUDA or Metal) -> one name per element type, to tell whether a vector of
 # them views an array element by element.
 _SCALAR_KIND = {"float": "f32", "half": "f16", "__half": "f16", "bfloat": "bf16",
@@ -499,6 +510,9 @@ class Emitter:
             if self._param_index(node) in self.ctx.split_params.get(fn, set()):
                 return self._read_write_twins(node, self._declared(node), ", ")
         space = self._space_for(node)
+        if space is None and _only_reference(node) and node.type in ("declaration",
+                                                                     "type_descriptor"):
+            space = "thread"  # a reference to nothing in device or threadgroup memory: a local
         if space is None:
             if node.type == "declaration" and any(c.type == "init_declarator"
                                                   for c in node.named_children):
@@ -538,6 +552,8 @@ class Emitter:
                 p = p.parent
             if p is not None:
                 names = {self.text(n) for n in _identifiers(p)}
+        if node.type == "declaration":  # what it is initialised from, not its own name (a
+            names -= self._declared(node)  # local `s` may shadow a parameter `s`)
         if names & self.ctx.shared:
             return "threadgroup"
         writable = {n for n in names & set(self.ctx.inout)
@@ -736,15 +752,26 @@ class Emitter:
 
 
 def _declares_pointer(node: Node) -> bool:
-    """Does this declaration, parameter or type name declare a pointer (not merely contain
-    a multiplication in its initializer)?"""
+    """Does this declaration, parameter or type name declare a pointer or a reference (not
+    merely contain a multiplication in its initializer)? MSL wants the memory of both."""
     if node.type == "type_descriptor":
-        return any(c.type == "abstract_pointer_declarator" for c in node.children)
+        return any(c.type in ("abstract_pointer_declarator", "abstract_reference_declarator")
+                   for c in node.children)
     for c in node.children:
         d = c.child_by_field_name("declarator") if c.type == "init_declarator" else c
-        if d is not None and d.type in ("pointer_declarator", "abstract_pointer_declarator"):
+        if d is not None and d.type in ("pointer_declarator", "abstract_pointer_declarator",
+                                        "reference_declarator"):
             return True
     return False
+
+
+def _only_reference(node: Node) -> bool:
+    """A declaration or type name of a reference and no pointer."""
+    kinds = {c.type for c in node.children} | {
+        (c.child_by_field_name("declarator") or c).type for c in node.children
+        if c.type == "init_declarator"}
+    return bool(kinds & {"reference_declarator", "abstract_reference_declarator"}) and not \
+        kinds & {"pointer_declarator", "abstract_pointer_declarator"}
 
 
 def _in_function_body(node: Node) -> bool:

@@ -368,3 +368,26 @@ __global__ void pool(const float * x, float * y, const enum pool_op op) {
 }"""
     code = cuda_closure(src, "pool")
     assert "enum pool_op { POOL_MAX, POOL_AVG }" in code and "ggml_abort" not in code
+
+
+def test_references_get_their_memory():
+    """Issue 15, llama.cpp's rwkv_wkv_f32: `const float4& k = (float4&)(_k[j])` views shared
+    memory; MSL wants the reference's address space (threadgroup here, thread for a local)."""
+    src = """__global__ void k(const float * x, float * y, int n) {
+  __shared__ float _k[64];
+  int i = threadIdx.x;
+  _k[i] = x[i];
+  __syncthreads();
+  float acc = 0.f;
+  float& a = acc;
+  for (int j = 0; j < 64; j += 4) {
+    const float4& v = (float4&)(_k[j]);
+    a += v.x * v.y + v.z - v.w;
+  }
+  y[i] = acc + i;
+}"""
+    x = rng(64)
+    tr, want, got = run_both(src, "k", {"x": x, "n": np.int32(64)},
+                             {"y": np.zeros(64, np.float32)}, grid=["1"], block=[64])
+    assert "(threadgroup float4&)(_k[j])" in tr.body and "thread float& a = acc" in tr.body
+    np.testing.assert_allclose(got["y"], want["y"], rtol=1e-5, atol=1e-5)

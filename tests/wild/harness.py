@@ -117,9 +117,17 @@ def check_package(module, w: Wild, sizes: dict[str, int], seed: int = 0) -> str:
     given = w.inputs(dict(sizes), rng)
     want = w.reference({k: (v.copy() if isinstance(v, np.ndarray) else v)
                         for k, v in given.items()}, dict(sizes))
-    accepted = set(module.SPEC["inputs"]) | set(module.SPEC["size_args"].values())
+    spec = module.SPEC
+    # a user passes the arrays, the scalars the port does not derive, and the sizes run() asks
+    # for (by the names it asks them: `size_nb0` when a kernel argument is also named nb0)
+    derived = {n for n, a in spec["args"].items() if a["role"] == "scalar"
+               and isinstance(a.get("value"), str) and a["value"] not in spec["sizes"]
+               and not a["value"].lstrip("-").isdigit()}
+    kwargs = {k: v for k, v in given.items()
+              if k in set(spec["inputs"]) - derived or k in spec["size_args"].values()}
+    kwargs |= {kw: sizes[sym] for sym, kw in spec["size_args"].items() if sym in sizes}
     try:
-        got = module.run(**{k: v for k, v in given.items() if k in accepted})
+        got = module.run(**kwargs)
     except (TypeError, ValueError, RuntimeError) as err:
         return f"run() refused: {err}"
     except Exception as err:  # noqa: BLE001 (a package that crashes fails this check; go on)
