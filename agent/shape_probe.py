@@ -148,10 +148,15 @@ def probe_shapes(code: str, kernel: str, filename: str, args: list[ArgProbe],
     probe.base = dict(base)
     names = list(sizes)
     doubled = {n: runner.extents({**sizes, n: _double(sizes[n])}) for n in names}
-    check = _another(sizes, 1)
-    at_check = runner.extents(check)
     samples: list[tuple[dict, dict]] = [(sizes, base)]
     samples += [({**sizes, n: _double(sizes[n])}, e) for n, e in doubled.items() if e]
+    coupled = _coupled(sizes, doubled, runner, samples)
+    if coupled:  # sizes the kernel needs in proportion (C / H == head size): one stands for all
+        keep = max(coupled, key=lambda n: sizes[n])
+        names = [n for n in names if n == keep or n not in coupled]
+        doubled[keep] = samples[-1][1]
+    check = _another(sizes, 1, coupled)
+    at_check = runner.extents(check)
     for b in buffers:
         moved = [n for n in names if doubled[n] is None or doubled[n][b] != base[b]]
         expr = None
@@ -165,7 +170,7 @@ def probe_shapes(code: str, kernel: str, filename: str, args: list[ArgProbe],
         if expr is not None and at_check is not None and _value(expr, check) != at_check[b]:
             expr = None
         if expr is None:
-            expr = _linear_fit(b, moved, sizes, samples, runner)
+            expr = _linear_fit(b, moved, sizes, samples, runner, coupled)
         if expr is None:
             probe.unfitted[b] = (f"no expression over {', '.join(moved)} fits its measured "
                                  "extents")
@@ -181,11 +186,43 @@ def _double(v: int) -> int:  # keeps the sign of a negative shift
     return v * 2 if v > 0 else 2
 
 
-def _another(sizes: dict[str, int], seed: int) -> dict[str, int]:
-    """A size set near ``sizes`` with every size moved (odd values, so tails show)."""
+def _coupled(sizes: dict[str, int], doubled: dict, runner: _Runner,
+             samples: list) -> list[str]:
+    """The sizes the kernel cannot run at when one alone is doubled but can when they are
+    doubled together (llama.cpp's wkv: C / H must stay the head size); [] when there are none
+    such. The joint run replaces theirs in ``samples``."""
+    failed = [n for n, e in doubled.items() if e is None]
+    if not failed:
+        return []
+    # all that fail together, else the first with a partner that runs with it (doubling H
+    # alone runs, reading a head of garbage; doubling C alone does not)
+    tries = ([failed] if len(failed) > 1 else []) + [
+        [failed[0], o] for o in sizes if o != failed[0]]
+    for group in tries:
+        joint = {**sizes, **{n: _double(sizes[n]) for n in group}}
+        got = runner.extents(joint)
+        if got is not None:
+            samples[:] = [(sz, e) for sz, e in samples  # a partner's lone doubling misled
+                          if not any(sz[n] != sizes[n] for n in group)]
+            samples.append((joint, got))
+            return group
+    return []
+
+
+def _another(sizes: dict[str, int], seed: int, coupled=()) -> dict[str, int]:
+    """A size set near ``sizes`` with every size moved (the ``coupled`` ones by one factor).
+    Odd seeds multiply each size by 1, 2 or 4, which keeps what the host's contract makes
+    divisible (llama.cpp's wkv: T a multiple of B); even seeds add to it, for values of
+    every kind."""
     rng = np.random.default_rng(1000 + seed)
-    out = {}
+    factor = int(rng.integers(2, 5))
+    out = {n: sizes[n] * factor for n in coupled}
     for n, v in sizes.items():
+        if n in out:
+            continue
+        if seed % 2:
+            out[n] = v * int(rng.choice([1, 2, 4]))
+            continue
         # keep a size's power-of-two factor (up to 16): a byte stride stays a whole number of
         # elements
         unit = math.gcd(abs(v), 16) if v else 1
@@ -201,7 +238,8 @@ def _value(expr: str, sizes: dict[str, int]) -> int | None:
 
 
 def _linear_fit(buffer: str, moved: list[str], sizes: dict[str, int],
-                samples: list[tuple[dict, dict]], runner: _Runner) -> str | None:
+                samples: list[tuple[dict, dict]], runner: _Runner,
+                coupled=()) -> str | None:
     """An integer combination of 1, each moved size, each product of two and the product of
     all, fitted on enough size sets and verified on two more; None when none holds."""
     if len(moved) > 8:
@@ -221,7 +259,7 @@ def _linear_fit(buffer: str, moved: list[str], sizes: dict[str, int],
     seed = 2
     while runner.runs < MAX_RUNS and (len(rows) < len(terms) + 2 or np.linalg.matrix_rank(
             matrix(rows[:-2])) < len(terms)):
-        at = _another(sizes, seed)
+        at = _another(sizes, seed, coupled)
         seed += 1
         got = runner.extents(at)
         if got is not None:

@@ -22,7 +22,8 @@ from agent.translate.analyze import (
     TranslateError,
     analyze_kernel,
 )
-from agent.translate.emit import _SCALAR_KIND, ATTRIBUTES, HELPERS, Context, Emitter
+from agent.translate.emit import _SCALAR_KIND, ATTRIBUTES, Context, Emitter
+from agent.translate.helpers import HELPERS
 from kb.concepts import load_rules
 from kb.rewrites import load_rewrites
 from kb.rules_match import _marker_tokens
@@ -153,6 +154,8 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
     ctx.macros = set(info.macros)
     ctx.known = info.known_names | set(TYPE_DTYPES) | C_TYPE_NAMES
     ctx.extra_params = {fn: list(attrs) for fn, attrs in info.attribute_params.items()}
+    ctx.param_types = {p: f"threadgroup {ty}*" for p, (_, _, ty, _) in info.hoisted.items()}
+    ctx.hoisted_locals = {(f, local): p for p, (f, local, _, _) in info.hoisted.items()}
     ctx.tg_params = {fn: set(ix) for fn, ix in info.threadgroup_params.items()}
     if info.extern_shared:
         ctx.smem_sizes = {name: f"KP_SMEM_BYTES / sizeof({ty})"
@@ -184,6 +187,9 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
     # arrive as a uint8 buffer named like it; a pointer the kernel tests against null arrives
     # as an array (a dummy when null) plus the template bool KP_HAS_<name>.
     nullable = [n for n in info.nullable if info.roles.get(n) == "in"]
+    # helpers' __shared__ arrays live in the kernel (MSL declares threadgroup memory there)
+    body = "".join(f"threadgroup {ty} {p}{dims};\n"
+                   for p, (_, _, ty, dims) in info.hoisted.items()) + body
     head = "".join(f"const {ty} {name}_kport = *reinterpret_cast<const device {ty}*>"
                    f"({name});\n" for name, (ty, _) in info.struct_params.items())
     head += "".join(f"auto {name}_kport = {name};\n" for name in nullable)

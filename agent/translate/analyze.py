@@ -87,6 +87,8 @@ class KernelInfo:
     struct_params: dict[str, tuple[str, list[dict]]] = field(default_factory=dict)
     struct_problems: dict[str, str] = field(default_factory=dict)
     nullable: list[str] = field(default_factory=list)  # input pointers tested against null
+    # helpers' __shared__ arrays, declared in the kernel and passed in (_hoisted_shared)
+    hoisted: dict[str, tuple[str, str, str, str]] = field(default_factory=dict)
 
 
 PARAMETER_NODES = ("parameter_declaration", "optional_parameter_declaration")
@@ -528,8 +530,12 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
     info.local_names = set(funcs)
     info.known_names = declared_anywhere(root, data) | set(funcs) | defined_macros(src)
     info.macros = defined_macros(src)
-    info.attribute_params = _attribute_params(callee_nodes, order, data)
+    info.hoisted = _hoisted_shared(callee_nodes, data)
+    info.attribute_params = _attribute_params(callee_nodes, order, data, info.hoisted)
     info.threadgroup_params = _threadgroup_params(body, set(info.shared), data, funcs)
+    for fname, local in {(f, local) for f, local, _, _ in info.hoisted.values()}:
+        for callee, ix in _threadgroup_params(funcs[fname][0], {local}, data, funcs).items():
+            info.threadgroup_params.setdefault(callee, set()).update(ix)
     info.header_nodes = _header_nodes(root, data, kouter, set(order), [funcs[n][1] for n in order],
                                       set(re.findall(r"[A-Za-z_]\w*", ",".join(spec_args))))
     return info
@@ -588,12 +594,41 @@ def _shared_decl(n: Node, data: bytes, info: KernelInfo) -> None:
                 info.atomic_scalars.add(name)
 
 
+def _hoisted_shared(callees: dict[str, tuple[Node, Node]],
+                    data: bytes) -> dict[str, tuple[str, str, str, str]]:
+    """``__shared__`` arrays declared inside helper functions (MSL declares threadgroup
+    memory only in a kernel): kernel-scope name -> (helper, local name, element type, the
+    array's dimensions as written). One per block, as CUDA's static shared variable is; a
+    template helper's (whose type or size may be a template parameter) is left out."""
+    out = {}
+    for fname, (fn, outer) in callees.items():
+        if outer.type == "template_declaration":
+            continue
+        for n in _walk(fn.child_by_field_name("body") or fn):
+            if n.type != "declaration" or "__shared__" not in _text(n, data) or \
+                    "extern" in _text(n, data):
+                continue
+            ty = " ".join(_text(c, data) for c in n.named_children
+                          if c.type in ("primitive_type", "type_identifier",
+                                        "sized_type_specifier"))
+            for d in n.named_children:
+                if d.type != "array_declarator":
+                    continue
+                ids = [x for x in _walk(d) if x.type == "identifier"]
+                if ids and "=" not in _text(d, data):
+                    local = _text(ids[0], data)
+                    dims = _text(d, data)[len(local):].strip()
+                    out[f"kp_{fname}_{local}"] = (fname, local, ty, dims)
+    return out
+
+
 def _attribute_params(callees: dict[str, tuple[Node, Node]], order: list[str],
-                      data: bytes) -> dict[str, list[str]]:
+                      data: bytes, hoisted: dict | None = None) -> dict[str, list[str]]:
     direct: dict[str, set[str]] = {}
     calls: dict[str, set[str]] = {}
     for name, (fn, _) in callees.items():
-        uses, cs = set(), set()
+        uses = {k for k, (f, *_) in (hoisted or {}).items() if f == name}
+        cs = set()
         for n in _walk(fn):
             t = _text(n, data) if n.child_count == 0 else ""
             rw = load_rewrites().idents.get(t)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from agent.translate.analyze import PARAMETER_NODES, root_name
+from agent.translate.helpers import HELPERS
 from kb.rewrites import Rewrite, RewriteTable
 from runners.metal_sim.codegen import ATTRIBUTES as MLX_ATTRIBUTES
 
@@ -25,58 +26,6 @@ from runners.metal_sim.codegen import ATTRIBUTES as MLX_ATTRIBUTES
 ATTRIBUTES = dict(MLX_ATTRIBUTES)
 RELAXED = "memory_order_relaxed"
 
-# Header helpers some mappings need. CUDA's atomicCAS is strong; Metal has only the weak form,
-# which may fail spuriously and leave `expected` equal to cmp: retry exactly then.
-HELPERS = {"kport_atomic_cas": """template <typename P, typename T>
-inline T kport_atomic_cas(P p, T cmp, T val) {
-  T expected = cmp;
-  while (!atomic_compare_exchange_weak_explicit(p, &expected, val, memory_order_relaxed,
-                                                memory_order_relaxed) && expected == cmp) {
-  }
-  return expected;
-}"""}
-# N elements of any pointer's memory as one vector: an MLX input of fewer than 8 elements is
-# `const constant T*`, where a cast to a `const device` vector pointer does not compile.
-HELPERS["kport_vload"] = """// N elements from p as one vector V (p: any address space)
-template <typename V, int N, typename P>
-inline V kport_vload(P p, long i) {
-  V v;
-  for (int k = 0; k < N; ++k) v[k] = p[N * i + k];
-  return v;
-}"""
-# erf, which MSL lacks (cuda-to-metal.md: "Not in MSL and not in the prelude"): the Maclaurin
-# series 2/sqrt(pi) * sum (-1)^n x^(2n+1) / (n! (2n+1)) for |x| < 2, else 1 - erfc(x) with erfc
-# from its continued fraction (40 terms). Evaluated in float: max absolute error 7e-7 on
-# [-7, 7] against math.erf (about 10 ulp near 1; CUDA's erff is within 2 ulp).
-HELPERS["kport_erf"] = """inline float kport_erf(float x) {
-  float a = fabs(x);
-  if (a < 2.0f) {
-    float term = a, sum = a, x2 = a * a;
-    for (int n = 1; n < 60; ++n) {
-      term *= -x2 / n;
-      float add = term / (2 * n + 1);
-      sum += add;
-      if (fabs(add) < 1e-9f * fabs(sum)) break;
-    }
-    return copysign(min(1.0f, 1.1283791670955126f * sum), x);
-  }
-  if (a > 6.0f) return copysign(1.0f, x);
-  // erfc(a) = exp(-a^2) / sqrt(pi) * 1 / (a + 1/2 / (a + 1 / (a + 3/2 / (a + 2 / (a + ...)))))
-  float f = a;
-  for (int k = 40; k >= 1; --k) f = a + (k * 0.5f) / f;
-  return copysign(1.0f - exp(-a * a) / (1.7724538509055159f * f), x);
-}"""
-# min/max over the type C++'s arithmetic conversions give (math.min_max)
-HELPERS["kport_min"] = """template <typename A, typename B>
-inline auto kport_min(A a, B b) {
-  using C = decltype(a + b);
-  return min(C(a), C(b));
-}"""
-HELPERS["kport_max"] = """template <typename A, typename B>
-inline auto kport_max(A a, B b) {
-  using C = decltype(a + b);
-  return max(C(a), C(b));
-}"""
 # Scalar spellings (CUDA or Metal) -> one name per element type, to tell whether a vector of
 # them views an array element by element.
 _SCALAR_KIND = {"float": "f32", "half": "f16", "__half": "f16", "bfloat": "bf16",
@@ -108,6 +57,9 @@ class Context:
     split_params: dict[str, set[int]] = field(default_factory=dict)  # fn -> in-place params
     ref_params: dict[str, set[int]] = field(default_factory=dict)  # fn -> non-const refs
     extra_params: dict[str, list[str]] = field(default_factory=dict)  # fn -> attribute params
+    # types of extra params that are no MLX attribute (a helper's hoisted __shared__ array)
+    param_types: dict[str, str] = field(default_factory=dict)
+    hoisted_locals: dict[tuple[str, str], str] = field(default_factory=dict)  # (fn, local) ->
     tg_params: dict[str, set[int]] = field(default_factory=dict)  # fn -> threadgroup ptr params
     smem_sizes: dict[str, str] = field(default_factory=dict)  # extern shared name -> size expr
     helpers: set[str] = field(default_factory=set)  # HELPERS the header must define
@@ -273,7 +225,8 @@ class Emitter:
             if extra:
                 inner = self.data[node.start_byte + 1:node.end_byte - 1].decode()
                 done = self.emit_children_between(node)
-                decls = ", ".join(f"{ATTRIBUTES[a]} {a}" for a in extra)
+                decls = ", ".join(f"{self.ctx.param_types.get(a) or ATTRIBUTES[a]} {a}"
+                                  for a in extra)
                 return f"({done}{', ' if inner.strip() else ''}{decls})"
         if t == "sized_type_specifier":
             words = self.text(node).split()
@@ -486,6 +439,13 @@ class Emitter:
             return self._extern_shared(node)
         if node.type == "declaration" and "__shared__" in text and not self.in_kernel and \
                 _in_function_body(node):
+            fn = self._function_of(node)
+            hoisted = [(local, p) for (f, local), p in self.ctx.hoisted_locals.items()
+                       if f == fn and local in self._declared(node)]
+            if hoisted:  # declared in the kernel, passed in: here a pointer to it
+                self._mapped("__shared__", "memory.static_shared")
+                return " ".join(f"{self.ctx.param_types[p]} {local} = {p};"
+                                for local, p in hoisted)
             return self._todo("__shared__ in a helper", "memory.static_shared", node,
                               "MSL declares threadgroup memory only in a kernel: declare it in "
                               "the kernel and pass the helper a `threadgroup T*`")
@@ -729,6 +689,17 @@ class Emitter:
             return None
         d = p.child_by_field_name("declarator")
         return self.text(d).split("::")[-1] if d is not None else None
+
+    def _function_of(self, node: Node) -> str:
+        """The name of the function whose body holds ``node``."""
+        p = node.parent
+        while p is not None and p.type != "function_definition":
+            p = p.parent
+        d = p.child_by_field_name("declarator") if p is not None else None
+        while d is not None and d.type != "function_declarator":
+            d = d.child_by_field_name("declarator")
+        name = d.child_by_field_name("declarator") if d is not None else None
+        return self.text(name).split("::")[-1] if name is not None else ""
 
     def _param_index(self, node: Node) -> int:
         params = [c for c in node.parent.named_children if c.type in PARAMETER_NODES]

@@ -165,17 +165,19 @@ def test_unmapped_constructs_become_counted_todos():
 
 
 def test_what_msl_3_1_cannot_express_is_a_todo_not_a_port():
-    # a lambda (no lambdas before MSL 4.0) and a __shared__ array in a __device__ function (MSL
-    # declares threadgroup memory only in kernels): metal_sim refuses both, so neither counts
-    src = """__device__ float total(float v) {
-  __shared__ float buf[32];
+    # a lambda (no lambdas before MSL 4.0) and a __shared__ array in a template __device__
+    # function (MSL declares threadgroup memory only in kernels; kport moves a plain helper's
+    # array into the kernel, not one whose type or size may be a template parameter):
+    # metal_sim refuses both, so neither counts
+    src = """template <int N> __device__ float total(float v) {
+  __shared__ float buf[N];
   buf[threadIdx.x] = v;
   __syncthreads();
   return buf[0];
 }
 __global__ void k(const float* x, float* y) {
   auto twice = [](float v) { return 2.0f * v; };
-  y[threadIdx.x] = twice(total(x[threadIdx.x]));
+  y[threadIdx.x] = twice(total<32>(x[threadIdx.x]));
 }"""
     tr = translate_kernel(src, "k", grid=[1], block=[32])
     assert {t.rule for t in tr.todos} == {"memory.static_shared", "types.lambda"}
@@ -391,3 +393,30 @@ def test_references_get_their_memory():
                              {"y": np.zeros(64, np.float32)}, grid=["1"], block=[64])
     assert "(threadgroup float4&)(_k[j])" in tr.body and "thread float& a = acc" in tr.body
     np.testing.assert_allclose(got["y"], want["y"], rtol=1e-5, atol=1e-5)
+
+
+def test_a_helpers_shared_array_lives_in_the_kernel():
+    """Issue 15, llama.cpp's reduce_row_f32 (sumrows.cu): `__shared__ float shared_vals[32]`
+    inside a device function. MSL declares threadgroup memory only in a kernel: the port
+    declares it there (one per threadgroup, as CUDA's static one is) and passes it in."""
+    src = """static __device__ float row_sum(const float * x, const int n) {
+    float s = 0.f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) s += x[i];
+    __shared__ float vals[32];
+    vals[threadIdx.x] = s;
+    __syncthreads();
+    float t = 0.f;
+    for (int i = 0; i < 32; ++i) t += vals[i];
+    __syncthreads();
+    return t;
+}
+__global__ void k(const float * x, float * y, const int n) {
+    const float v = row_sum(x + blockIdx.x * n, n);
+    if (threadIdx.x == 0) y[blockIdx.x] = v;
+}"""
+    x = rng(3 * 100)
+    tr, want, got = run_both(src, "k", {"x": x, "n": np.int32(100)},
+                             {"y": np.zeros(3, np.float32)}, grid=["3"], block=[32])
+    assert "threadgroup float kp_row_sum_vals[32];" in tr.body and not tr.todos
+    np.testing.assert_allclose(got["y"], want["y"], rtol=1e-5)
+    np.testing.assert_allclose(want["y"], x.reshape(3, 100).sum(1), rtol=1e-5)

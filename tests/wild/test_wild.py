@@ -32,6 +32,21 @@ KNOWN: dict[str, str] = {
                      "fields are not passed yet",
     "selective_scan_fwd": "CUB BlockLoad/BlockScan (issue 16) and a params struct with pointer "
                           "fields",
+    "group_norm_32": "the second size set breaks the host's contract ne_elements == "
+                     "num_groups * group_size (dst's extent is min() of the two), so part of "
+                     "dst is never written there",
+    "group_norm_1024": "as group_norm_32",
+    "count_equal": "atomicAdd on an int64 output viewed as int: Metal has no 64-bit atomics "
+                   "and kport does not narrow the view",
+    "gated_linear_attn": "dst's extent (T*C + B*C*head) is not fitted: size sets that move B "
+                         "fail the host's contracts; the measured constant is too small for "
+                         "the oracle's second layout",
+    "rwkv_wkv6": "dst's extent (T*C + B*C*64) is fitted only at the given sizes (runs that "
+                 "move B fail the host's contracts), so run() sizes dst wrong elsewhere",
+    "soft_max": "the port mixes threadgroup and device pointers in `use_shared ? buf_iw : dst` "
+                "and passes that to block_reduce (a constant template condition not folded)",
+    "get_rows": "CUDA vector scalars (uint3 fast-division constants the host computes) are not "
+                "described yet",
 }
 
 
