@@ -720,6 +720,10 @@ def _header_nodes(root: Node, data: bytes, kernel: Node, callee_names: set[str],
     used = set(named)  # names the kernel's template arguments use
     for fn in [kernel, *callees]:
         used |= _leaf_names(fn, data)
+    # functions are kept when called, or named where code runs: in the kernel, a kept function
+    # (a function pointer, a template argument) or a kept macro's body; not because a kept type
+    # or constant mentions a name (that pulled host code in)
+    fn_names = set(callee_names) | used
     keep: set[int] = set()
     changed = True
     while changed:  # what a kept item uses is needed too
@@ -732,7 +736,7 @@ def _header_nodes(root: Node, data: bytes, kernel: Node, callee_names: set[str],
                 inner = inner.named_children[-1]
             if inner.type == "function_definition":  # called, or named (a template argument,
                 # a macro's body, a function pointer)
-                wanted = (_fn_name(inner, data) in callee_names | used) and \
+                wanted = (_fn_name(inner, data) in fn_names) and \
                     _device_code(inner, data) and n is not kernel and \
                     "__global__" not in _text(inner, data).split("(")[0]
             else:
@@ -741,5 +745,8 @@ def _header_nodes(root: Node, data: bytes, kernel: Node, callee_names: set[str],
             if wanted:
                 keep.add(i)
                 used |= _leaf_names(n, data)
+                if n.type in ("preproc_def", "preproc_function_def") or \
+                        inner.type == "function_definition":
+                    fn_names |= _leaf_names(n, data)  # what a kept macro or function runs
                 changed = True
     return [n for i, n in enumerate(items) if i in keep]
