@@ -22,7 +22,7 @@ from agent.host_launch import find_launches, instantiations, matches, size_names
 from agent.shape_probe import ArgProbe, probe_shapes
 from agent.translate import cuda_closure, translate_kernel
 from agent.translate.analyze import TYPE_DTYPES, template_params
-from agent.translate.macros import split_template_args
+from agent.translate.macros import template_parts
 from corpus.cases import CATEGORIES, CaseError, evaluate, load_case
 from kb.features import guess_category
 from runners.cuda_sim.reading import SourceView
@@ -84,7 +84,8 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     src = cuda_closure(view.text, kernel, where=src_path.name, origin=view.origin)
     source = f"{src_path.stem}.device.cu"
     tr = translate_kernel(src, kernel, where=str(src_path))
-    for name, why in tr.struct_problems.items():
+    if tr.struct_problems:
+        name, why = next(iter(tr.struct_problems.items()))
         raise KportError(f"{src_path}: {kernel}: struct parameter {name!r} cannot be passed "
                          f"yet: {why} (kport passes structs of scalars and fixed arrays: "
                          "docs/translate.md)")
@@ -134,22 +135,20 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
                 guessed.append(f"scalar {name} = {value}")
             args.append({"name": name, "role": role, "dtype": dtype, "value": value})
             continue
-        shape = (shapes or {}).get(name)
-        if shape is None:
-            shape = [elements]
-            flat.append(name)
         init = ("zeros" if role == "out" else "normal" if dtype.startswith(("float", "bfloat"))
                 else "randint:0:4")
-        args.append({"name": name, "role": role, "dtype": dtype, "shape": shape, "init": init})
-        if name in tr.nullable and launch is not None:
-            at = list(tr.roles).index(name)
-            text = launch.arg_texts[at].strip() if at < len(launch.arg_texts) else ""
-            if text in ("nullptr", "NULL", "0"):
-                args[-1] |= {"null": True, "shape": [8]}
-                if name in flat:
-                    flat.remove(name)
-                guessed.append(f"{name}: null, as the host launch passes it ({text}); the "
-                               f"package's run() takes {name}=None or an array")
+        arg = {"name": name, "role": role, "dtype": dtype, "shape": None, "init": init}
+        passed = _passed(launch, list(tr.roles).index(name))
+        if name in tr.nullable and passed in ("nullptr", "NULL", "0"):
+            args.append(arg | {"null": True, "shape": [8]})
+            guessed.append(f"{name}: null, as the host launch passes it ({passed}); the "
+                           f"package's run() takes {name}=None or an array")
+            continue
+        arg["shape"] = (shapes or {}).get(name)
+        if arg["shape"] is None:
+            arg["shape"] = [elements]
+            flat.append(name)
+        args.append(arg)
     if block is None:
         block = [256, 1, 1]
         guessed.append("CUDA block [256, 1, 1] (no --block given)")
@@ -159,11 +158,9 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     if shared_mem is None and "KP_SMEM_BYTES" in tr.template:
         guessed.append("dynamic shared memory 0 bytes: the kernel declares extern __shared__, "
                        "so pass --shared-mem BYTES with what the host launch gives")
-    fixed = flat and _measure_shapes(src, kernel, f"{src_path.stem}.device.cu", args, flat,
-                                     sizes, (grid, block, shared_mem), guessed)
-    # odd sizes exercise tails; a size with a power-of-two factor (a byte stride) keeps it
-    variant = {k: max(math.gcd(v, 16), (v - v // 4 - 1) // math.gcd(v, 16) * math.gcd(v, 16))
-               for k, v in sizes.items() if v > 8}
+    fixed = flat and _measure_shapes(src, kernel, source, args, flat, sizes,
+                                     (grid, block, shared_mem), guessed)
+    variant = {k: _odd(v) for k, v in sizes.items() if v > 8}
     if fixed:
         variant = {}
         guessed.append("no second size set: a shape was measured at these sizes only")
@@ -190,19 +187,33 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     return load_case(folder), guessed
 
 
+def _passed(launch, index: int) -> str:
+    """The text the host launch passes as the kernel's argument ``index`` ("" without one)."""
+    texts = launch.arg_texts if launch is not None else []
+    return texts[index].strip() if index < len(texts) else ""
+
+
+def _odd(v: int) -> int:
+    """A size for the second size set: odd, to exercise tails, except that a size with a
+    power-of-two factor (a byte stride) keeps it."""
+    unit = math.gcd(v, 16)
+    return max(unit, (v - v // 4 - 1) // unit * unit)
+
+
 def resolve_kernel(src: str, kernel: str, where: str) -> tuple[str, list[str]]:
     """(``kernel`` with a value for every template parameter, what was picked): template
     arguments the user left out come from the first instantiation the host code launches
     that agrees with those given (a host function's own type parameter becomes float). A
     KportError lists the launched instantiations when none gives every value."""
-    name, _, rest = kernel.partition("<")
-    given = split_template_args(rest.strip()[:-1]) if rest.strip().endswith(">") else []
-    params = template_params(src, name.strip())
+    name, given = template_parts(kernel)
+    params = template_params(src, name)
     need = max((i + 1 for i, (_, _, default) in enumerate(params or []) if default is None),
                default=0)
     if params is None or len(given) >= need:
         return kernel, []
-    for launch in find_launches(src, name):
+    launches = find_launches(src, name)
+    launched = instantiations(src, name, launches)
+    for launch in launches:
         if launch.template_args is None or not matches(launch, given):
             continue
         args = list(given)
@@ -210,15 +221,14 @@ def resolve_kernel(src: str, kernel: str, where: str) -> tuple[str, list[str]]:
             value = launch.template_args[i] if i < len(launch.template_args) else None
             args.append(value if value is not None else "float" if params[i][1] else None)
         if None not in args:
-            picked = f"{name.strip()}<{', '.join(args)}>"
+            picked = f"{name}<{', '.join(args)}>"
             return picked, [f"template arguments {picked} from the host launch in "
                             f"{launch.host} at line {launch.line} (launched there: "
-                            f"{'; '.join(instantiations(src, name))})"]
-    launched = instantiations(src, name)
+                            f"{'; '.join(launched)})"]
     missing = ", ".join(p for p, _, _ in params[len(given):need])
-    raise KportError(f"{where}: template parameter(s) {missing} of {name.strip()} have no value"
+    raise KportError(f"{where}: template parameter(s) {missing} of {name} have no value"
                      + (f"; the host code launches {'; '.join(launched)}" if launched else "")
-                     + f"; name the instantiation, e.g. --kernel '{name.strip()}<"
+                     + f"; name the instantiation, e.g. --kernel '{name}<"
                      + ", ".join(p for p, _, _ in params[:need]) + ">' with values")
 
 
@@ -228,8 +238,7 @@ def _host_launch(view, kernel: str, params: list[str], ints: list[str], sizes: d
     With --size given, only a launch over those names (or some of them: the others may size a
     struct field or a scalar). Only launches of ``kernel``'s
     instantiation count (``norm_f32<1024>`` is launched with other blocks than ``<32>``)."""
-    _, _, rest = kernel.partition("<")
-    given = split_template_args(rest.strip()[:-1]) if rest.strip().endswith(">") else []
+    _, given = template_parts(kernel)
     for launch in find_launches(view.text, kernel, given):
         if not launch.usable or not matches(launch, given):
             continue

@@ -38,8 +38,10 @@ from agent.translate.macros import (
     blank_qualifier_macros,
     expand_unbalanced_macros,
     split_template_args,
+    template_parts,
 )
 from runners.dtypes import DTYPES
+from runners.sizeexpr import SizeExprError, evaluate
 from runners.sourcetree import parse
 
 _OBJECT_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([^\n\\]+)$", re.M)
@@ -111,12 +113,13 @@ def find_launches(src: str, kernel: str, given=()) -> list[HostLaunch]:
     return found
 
 
-def instantiations(src: str, kernel: str) -> list[str]:
-    """The instantiations of ``kernel`` the host code of ``src`` launches, as a user would
-    name them (``concat_cont<T, 1>``: ``T`` is the host function's own parameter)."""
+def instantiations(src: str, kernel: str, launches: list[HostLaunch] | None = None) -> list[str]:
+    """The instantiations of ``kernel`` the host code of ``src`` launches (``launches``: its
+    find_launches, when the caller has them), as a user would name them (``concat_cont<T,
+    1>``: ``T`` is the host function's own parameter)."""
     name = kernel.split("<")[0].strip()
     out = []
-    for launch in find_launches(src, kernel):
+    for launch in find_launches(src, kernel) if launches is None else launches:
         if launch.template_args is None:
             text = f"{name} (template arguments deduced from its arguments)"
         else:
@@ -150,17 +153,14 @@ def _same_arg(a: str, b: str) -> bool:
 
 
 def _const(text: str):
-    """``text`` folded to a number or bool; ValueError when it is not constant."""
-    text = {"true": "True", "false": "False"}.get(text.strip(), text.strip())
+    """``text`` folded to a number or bool (kport's size evaluator with no sizes, C's integer
+    ``/``); ValueError when it is not constant."""
+    text = text.strip()
+    if text in ("true", "false"):
+        return text == "true"
     try:
-        tree = ast.parse(re.sub(r"(?<![/])/(?![/])", "//", text), mode="eval")
-    except SyntaxError:
-        raise ValueError(text) from None
-    if any(isinstance(n, ast.Name) for n in ast.walk(tree)):
-        raise ValueError(text)
-    try:
-        return eval(compile(tree, "<template argument>", "eval"), {"__builtins__": {}})  # noqa: S307 (names refused above: only literals and operators)
-    except Exception:  # noqa: BLE001 (any failure means "not a constant")
+        return evaluate(re.sub(r"(?<![/])/(?![/])", "//", text), {})
+    except SizeExprError:
         raise ValueError(text) from None
 
 
@@ -169,24 +169,13 @@ def _launch_helpers(root, data: bytes) -> set[str]:
     helpers such as ``ggml_cuda_kernel_launch(kernel, params, args...)``."""
     out = set()
     for fn in (n for n in _walk(root) if n.type == "function_definition"):
-        declarator = fn.child_by_field_name("declarator")
-        while declarator is not None and declarator.type != "function_declarator":
-            declarator = declarator.child_by_field_name("declarator")
-        plist = declarator.child_by_field_name("parameters") if declarator else None
-        params = [p for p in (plist.named_children if plist else [])
-                  if p.type in PARAMETER_NODES]
-        if not params:
-            continue
-        ids = [x for x in _walk(params[0]) if x.type == "identifier"]
-        if not ids:
-            continue
-        first = _text(ids[-1], data)
-        for call in (n for n in _walk(fn) if n.type == "call_expression"):
-            callee = call.child_by_field_name("function")
-            if callee is not None and _text(callee, data).strip() == first and any(
-                    c.type == "kernel_call_syntax" for c in call.children):
-                out.add(_text(declarator.child_by_field_name("declarator"), data))
-                break
+        name, params, _ = _host_params(fn, data)
+        if params and any(
+                call.child_by_field_name("function") is not None
+                and _text(call.child_by_field_name("function"), data).strip() == params[0]
+                and any(c.type == "kernel_call_syntax" for c in call.children)
+                for call in _walk(fn) if call.type == "call_expression"):
+            out.add(name)
     return out
 
 
@@ -217,11 +206,10 @@ def _host_params(fn, data: bytes) -> tuple[str, list[str], set[str]]:
 
 def _template_args(callee_text: str, tparams: set[str], local: dict,
                    macros: dict[str, str], params=()) -> list[str | None] | None:
-    name, _, rest = callee_text.partition("<")
-    if not rest.strip().endswith(">"):
-        return None
+    if not callee_text.strip().endswith(">"):
+        return None  # deduced from the arguments
     out: list[str | None] = []
-    for arg in split_template_args(rest.strip()[:-1]):
+    for arg in template_parts(callee_text)[1]:
         if any(t in tparams or t in params for t in _IDENT.findall(arg)):
             out.append(None)  # the host's own template parameter or a runtime value
             continue
@@ -241,8 +229,7 @@ def _template_args(callee_text: str, tparams: set[str], local: dict,
 def _type_sizes(callee_text: str, template_args, given) -> dict[str, int]:
     """Bytes of the host's own type parameters the launch passes where ``given`` names a
     scalar type (``tri_kernel<T, true, 0>`` launched as ``tri_kernel<float, ...>``: T is 4)."""
-    _, _, rest = callee_text.partition("<")
-    texts = split_template_args(rest.strip()[:-1]) if rest.strip().endswith(">") else []
+    texts = template_parts(callee_text)[1]
     out = {}
     for i, (text, value) in enumerate(zip(texts, template_args or [], strict=False)):
         if value is None and i < len(given) and _IDENT.fullmatch(text.strip()) and \
@@ -259,42 +246,23 @@ def _typed(text: str, types: dict[str, int]) -> str:
 
 def _helper_launch(fn, call, parts, data: bytes, macros: dict[str, str],
                    given=()) -> HostLaunch:
-    host, params, tparams = _host_params(fn, data)
-    local = _locals(fn, call.start_byte, data)
-    out = HostLaunch(host, call.start_point[0] + 1, params)
-    out.template_args = _template_args(_text(parts[0], data), tparams, local, macros, params)
-    config = local.get(_text(parts[1], data).strip())
-    m = re.fullmatch(r"\s*(?:[\w:]+\s*)?(?:\((.*)\)|\{(.*)\})\s*", config or "", re.S)
-    if not isinstance(config, str) or m is None:
-        out.grid = out.block = None
-        out.problems.append(f"the launch parameters {_text(parts[1], data)!r} are not a local "
-                            "built from a constructor call or a braced list")
-        return out
-    config_parts = _split_call_args(m[1] if m[1] is not None else m[2])
-    for i, attr in enumerate(("grid", "block")):
-        dims = _dims(config_parts[i] if i < len(config_parts) else "1", local, macros, params,
-                     out.problems)
-        setattr(out, attr, dims)
-    out.shared_mem = (_size_expr(config_parts[2], local, macros, params, out.problems)
-                      if len(config_parts) > 2 else "0")
-    types = _type_sizes(_text(parts[0], data), out.template_args, given)
-    out.args = [_size_expr(_text(a, data), local, macros, params, [], types)
-                for a in parts[2:]]
-    out.arg_texts = [_text(a, data) for a in parts[2:]]
-    return out
+    """A launch through a helper: ``helper(kernel<...>, params, args...)``, the launch
+    configuration the first three arguments of the constructor (or braced list) that built
+    the local ``params``."""
+    name = _text(parts[1], data).strip()
 
+    def config(local: dict) -> list[str] | None:
+        value = local.get(name)
+        m = re.fullmatch(r"\s*(?:[\w:]+\s*)?(?:\((.*)\)|\{(.*)\})\s*", value, re.S) \
+            if isinstance(value, str) else None
+        if m is None:
+            return None
+        texts = split_template_args(m[1] if m[1] is not None else m[2], "()[]{}")
+        return texts if len(texts) > 1 else [*texts, "1"]
 
-def _split_call_args(text: str) -> list[str]:
-    """A call's arguments split at top-level commas (parentheses and brackets only: `a > b`
-    is a comparison here, not a template's closing bracket)."""
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += ch in "([{"
-        depth -= ch in ")]}"
-        if ch == "," and depth == 0:
-            out.append(text[start:i].strip())
-            start = i + 1
-    return [a for a in [*out, text[start:].strip()] if a]
+    return _read_launch(fn, call, _text(parts[0], data), config, parts[2:], data, macros, given,
+                        f"the launch parameters {name!r} are not a local built from a "
+                        "constructor call or a braced list")
 
 
 def _dims(text: str, local: dict, macros: dict[str, str], params: list[str],
@@ -306,7 +274,7 @@ def _dims(text: str, local: dict, macros: dict[str, str], params: list[str],
     if isinstance(value, list):
         parts = value
     elif m is not None:
-        parts = (_split_call_args(m[1]) + ["1", "1", "1"])[:3]
+        parts = (split_template_args(m[1], "()[]{}") + ["1", "1", "1"])[:3]
     else:
         parts = [text, "1", "1"]
     dims = [_size_expr(v, local, macros, params, problems) for v in parts]
@@ -314,23 +282,34 @@ def _dims(text: str, local: dict, macros: dict[str, str], params: list[str],
 
 
 def _launch(fn, call, config, data: bytes, macros: dict[str, str], given=()) -> HostLaunch:
+    """A ``kernel<<<grid, block, smem, stream>>>(args)`` launch."""
+    texts = [_text(c, data) for c in config.named_children if c.type != "comment"]
+    args = call.child_by_field_name("arguments")
+    return _read_launch(fn, call, _text(call.child_by_field_name("function"), data),
+                        lambda local: texts, [a for a in (args.named_children if args else [])
+                                              if a.type != "comment"], data, macros, given, "")
+
+
+def _read_launch(fn, call, kernel_text: str, config, passed: list, data: bytes,
+                 macros: dict[str, str], given, unreadable: str) -> HostLaunch:
+    """The launch of ``call`` in host function ``fn``: ``config(locals)`` gives the texts of
+    grid, block and shared memory (None when it cannot: ``unreadable`` says why), ``passed``
+    the kernel's argument nodes."""
     host, params, tparams = _host_params(fn, data)
     local = _locals(fn, call.start_byte, data)
     out = HostLaunch(host, call.start_point[0] + 1, params)
-    out.template_args = _template_args(_text(call.child_by_field_name("function"), data),
-                                       tparams, local, macros, params)
-    parts = [c for c in config.named_children if c.type != "comment"]
-    out.grid = _dims(_text(parts[0], data), local, macros, params, out.problems)
-    out.block = _dims(_text(parts[1], data), local, macros, params, out.problems) \
-        if len(parts) > 1 else None
-    if len(parts) > 2:
-        out.shared_mem = _size_expr(_text(parts[2], data), local, macros, params, out.problems)
-    args = call.child_by_field_name("arguments")
-    passed = [a for a in (args.named_children if args else []) if a.type != "comment"]
-    types = _type_sizes(_text(call.child_by_field_name("function"), data), out.template_args,
-                        given)
-    out.args = [_size_expr(_text(a, data), local, macros, params, [], types)
-                for a in passed]
+    out.template_args = _template_args(kernel_text, tparams, local, macros, params)
+    texts = config(local)
+    if texts is None:
+        out.grid = out.block = None
+        out.problems.append(unreadable)
+        return out
+    out.grid = _dims(texts[0], local, macros, params, out.problems)
+    out.block = _dims(texts[1], local, macros, params, out.problems) if len(texts) > 1 else None
+    if len(texts) > 2:
+        out.shared_mem = _size_expr(texts[2], local, macros, params, out.problems)
+    types = _type_sizes(kernel_text, out.template_args, given)
+    out.args = [_size_expr(_text(a, data), local, macros, params, [], types) for a in passed]
     out.arg_texts = [_text(a, data) for a in passed]
     return out
 

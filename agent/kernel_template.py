@@ -176,18 +176,16 @@ def _struct(name: str, a: dict, given, sizes: dict):
                     raise ValueError(f"{name}.{f['name']}={v} but {f['value']}="
                                      f"{sizes[f['value']]} elsewhere")
 
-    def default(f, where):
-        value = f["value"]
+    def value_of(expr, where):
         try:
-            return [evaluate(v, sizes) for v in value] if isinstance(value, list) else \
-                evaluate(value, sizes)
+            return evaluate(expr, sizes)
         except SizeExprError:
-            raise TypeError(f"run(): {name}['{where}'] is needed (its value {value!r} names a "
+            raise TypeError(f"run(): {name}['{where}'] is needed (its value {expr!r} names a "
                             "size nothing else gives)") from None
 
     learn(a["fields"], given)
     try:
-        return struct_bytes(a["fields"], given, default)
+        return struct_bytes(a["fields"], given, value_of)
     except ValueError as err:
         raise ValueError(f"{name}: {err}") from None
 

@@ -95,9 +95,8 @@ class _Runner:
                 values.append(np.uint64(0))
             elif a.fields:
                 try:
-                    values.append(struct_value(a.fields, struct_bytes(a.fields, {}, lambda f, w: (
-                        [evaluate(v, sizes) for v in f["value"]] if isinstance(f["value"], list)
-                        else evaluate(f["value"], sizes)))))
+                    values.append(struct_value(a.fields, struct_bytes(
+                        a.fields, {}, lambda v, _: evaluate(v, sizes))))
                 except (SizeExprError, ValueError):
                     return None
             elif a.role == "scalar":
@@ -150,11 +149,13 @@ def probe_shapes(code: str, kernel: str, filename: str, args: list[ArgProbe],
     doubled = {n: runner.extents({**sizes, n: _double(sizes[n])}) for n in names}
     samples: list[tuple[dict, dict]] = [(sizes, base)]
     samples += [({**sizes, n: _double(sizes[n])}, e) for n, e in doubled.items() if e]
-    coupled = _coupled(sizes, doubled, runner, samples)
+    coupled, joint = _coupled(sizes, doubled, runner)
     if coupled:  # sizes the kernel needs in proportion (C / H == head size): one stands for all
         keep = max(coupled, key=lambda n: sizes[n])
         names = [n for n in names if n == keep or n not in coupled]
-        doubled[keep] = samples[-1][1]
+        doubled[keep] = joint[1]
+        samples = [(sz, e) for sz, e in samples  # a partner's lone doubling misled
+                   if not any(sz[n] != sizes[n] for n in coupled)] + [joint]
     check = _another(sizes, 1, coupled)
     at_check = runner.extents(check)
     for b in buffers:
@@ -186,14 +187,14 @@ def _double(v: int) -> int:  # keeps the sign of a negative shift
     return v * 2 if v > 0 else 2
 
 
-def _coupled(sizes: dict[str, int], doubled: dict, runner: _Runner,
-             samples: list) -> list[str]:
-    """The sizes the kernel cannot run at when one alone is doubled but can when they are
-    doubled together (llama.cpp's wkv: C / H must stay the head size); [] when there are none
-    such. The joint run replaces theirs in ``samples``."""
+def _coupled(sizes: dict[str, int], doubled: dict,
+             runner: _Runner) -> tuple[list[str], tuple | None]:
+    """(the sizes the kernel cannot run at when one alone is doubled but can when they are
+    doubled together, the joint run (sizes, extents)); ([], None) when there are none such
+    (llama.cpp's wkv: C / H must stay the head size)."""
     failed = [n for n, e in doubled.items() if e is None]
     if not failed:
-        return []
+        return [], None
     # all that fail together, else the first with a partner that runs with it (doubling H
     # alone runs, reading a head of garbage; doubling C alone does not)
     tries = ([failed] if len(failed) > 1 else []) + [
@@ -202,11 +203,8 @@ def _coupled(sizes: dict[str, int], doubled: dict, runner: _Runner,
         joint = {**sizes, **{n: _double(sizes[n]) for n in group}}
         got = runner.extents(joint)
         if got is not None:
-            samples[:] = [(sz, e) for sz, e in samples  # a partner's lone doubling misled
-                          if not any(sz[n] != sizes[n] for n in group)]
-            samples.append((joint, got))
-            return group
-    return []
+            return group, (joint, got)
+    return [], None
 
 
 def _another(sizes: dict[str, int], seed: int, coupled=()) -> dict[str, int]:

@@ -22,7 +22,7 @@ import numpy as np
 import runners
 from corpus.cases import CaseError, CaseSpec, evaluate
 from runners import structs
-from runners.dtypes import DTYPES, Tensor, to_mx
+from runners.dtypes import DTYPES, Tensor, mx_dtype, to_mx
 from runners.lifetime import temp_folder
 from runners.sandbox import Jail, Limits, Mount, read_jailed
 from runners.simbuild import Diagnostic
@@ -96,12 +96,9 @@ def make_inputs(case: CaseSpec, sizes: dict[str, int], seed: int) -> dict:
 
 def struct_input(arg, sizes: dict[str, int], given: dict, where: str) -> np.ndarray:
     """A struct argument's bytes: ``given`` fields, the others from their case values."""
-    def default(f: dict, path: str):
-        value = f["value"]
-        return [evaluate(v, sizes, f"{where}.fields.{path}") for v in value] \
-            if isinstance(value, list) else evaluate(value, sizes, f"{where}.fields.{path}")
     try:
-        return structs.struct_bytes(arg.layout(), given, default)
+        return structs.struct_bytes(arg.layout(), given, lambda v, path: evaluate(
+            v, sizes, f"{where}.fields.{path}"))
     except ValueError as err:
         raise CaseError(f"{where}: {err}") from None
 
@@ -180,15 +177,13 @@ def _jailed_reference(case: CaseSpec, file: str, fn: str, inputs: dict,
 
 
 def _template(case: CaseSpec, sizes: dict[str, int]) -> list[tuple[str, object]]:
-    import mlx.core as mx  # lazy: MLX is heavy (Metal on macOS); only a Metal run needs it
-
     out = []
     nulls = {a.name for a in case.args if a.null}
     for name, value in case.metal.template.items():
         if name.startswith("KP_HAS_") and isinstance(value, bool):  # an optional input's flag
             value = name.removeprefix("KP_HAS_") not in nulls
         elif isinstance(value, str) and value in DTYPES:
-            value = mx.bool_ if value == "bool" else getattr(mx, value)
+            value = mx_dtype(value)
         elif isinstance(value, str):
             value = int(evaluate(value, sizes, f"{case.folder / 'case.toml'}: metal.template"))
         out.append((name, value))
@@ -214,7 +209,7 @@ def _device(value: np.ndarray, arg) -> np.ndarray:
 
 def run_metal(case: CaseSpec, sizes: dict[str, int], inputs: dict):
     """Run the Metal port in metal_sim; returns (outputs by argument name, record)."""
-    import mlx.core as mx  # lazy: as in _template
+    import mlx.core as mx  # lazy: MLX is heavy (Metal on macOS); only a Metal run needs it
 
     m, where = case.metal, f"{case.folder / 'case.toml'}: metal"
     by_name = {a.name: a for a in case.args}
@@ -229,8 +224,7 @@ def run_metal(case: CaseSpec, sizes: dict[str, int], inputs: dict):
             (case.folder / m.source).read_text(), header)
     launch = dict(
         inputs=tensors, output_shapes=shapes,
-        output_dtypes=[mx.bool_ if a.dtype == "bool" else getattr(mx, a.dtype)
-                       for a in out_args],
+        output_dtypes=[mx_dtype(a.dtype) for a in out_args],
         grid=tuple(launch_dims(m.grid, sizes, where + ".grid")) + (1,) * (3 - len(m.grid)),
         threadgroup=tuple(launch_dims(m.threadgroup, sizes, where + ".threadgroup"))
         + (1,) * (3 - len(m.threadgroup)),
@@ -251,7 +245,7 @@ def apple_compiler() -> str:
     Apple's compiler: docs/msl-rules.md lists what they catch and what they do not)."""
     if not runners.get("mlx_metal").available():
         return ""
-    import mlx.core as mx  # lazy: as in _template
+    import mlx.core as mx  # lazy: as in run_metal
 
     return f"Apple Metal compiler (MLX {mx.__version__}, macOS {platform.mac_ver()[0]})"
 

@@ -132,6 +132,13 @@ def _contiguous(a: np.ndarray) -> np.ndarray:
     return a if a.flags.c_contiguous else np.ascontiguousarray(a)
 
 
+def mx_dtype(name: str):
+    """The MLX dtype of a dtype name (MLX spells bool ``bool_``)."""
+    import mlx.core as mx  # lazy: MLX is heavy (Metal on macOS); numpy-only callers skip it
+
+    return mx.bool_ if name == "bool" else getattr(mx, name)
+
+
 def to_mx(t: Tensor):
     """The Tensor as an mx.array of its logical dtype."""
     import mlx.core as mx  # lazy: MLX is heavy (Metal on macOS); numpy-only callers skip it

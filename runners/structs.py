@@ -34,12 +34,13 @@ def buffer_size(fields: list[dict]) -> int:
     return max(struct_dtype(fields).itemsize, MIN_STRUCT_BUFFER)
 
 
-def struct_bytes(fields: list[dict], values: dict, default) -> np.ndarray:
+def struct_bytes(fields: list[dict], values: dict, value_of) -> np.ndarray:
     """The struct as a uint8 array (at least MIN_STRUCT_BUFFER long): each field from
-    ``values`` (a number, a list for an array, a dict for a nested struct) or else
-    ``default(field, path)``. ValueError names a field that is unknown or does not fit."""
+    ``values`` (a number, a list for an array, a dict for a nested struct) or else its own
+    ``value``, each expression of it through ``value_of(expression, path)``. ValueError names
+    a field that is unknown or does not fit."""
     record = np.zeros((), struct_dtype(fields))
-    _fill(record, fields, values, default, "")
+    _fill(record, fields, values, value_of, "")
     raw = np.frombuffer(record.tobytes(), np.uint8)
     return np.concatenate([raw, np.zeros(max(0, MIN_STRUCT_BUFFER - raw.size), np.uint8)])
 
@@ -51,7 +52,7 @@ def struct_value(fields: list[dict], data: np.ndarray) -> np.void:
                          dtype)[0]
 
 
-def _fill(record, fields: list[dict], values: dict, default, path: str) -> None:
+def _fill(record, fields: list[dict], values: dict, value_of, path: str) -> None:
     if not isinstance(values, dict):
         raise ValueError(f"{path or 'the struct'}: give a dict of its fields, got "
                          f"{type(values).__name__}")
@@ -62,10 +63,15 @@ def _fill(record, fields: list[dict], values: dict, default, path: str) -> None:
     for f in fields:
         where = f"{path}{f['name']}"
         if f.get("fields"):
-            _fill(record[f["name"]], f["fields"], values.get(f["name"], {}), default,
+            _fill(record[f["name"]], f["fields"], values.get(f["name"], {}), value_of,
                   where + ".")
             continue
-        value = values[f["name"]] if f["name"] in values else default(f, where)
+        if f["name"] in values:
+            value = values[f["name"]]
+        elif isinstance(f.get("value"), list):
+            value = [value_of(v, where) for v in f["value"]]
+        else:
+            value = value_of(f.get("value"), where)
         count = f.get("count", 1)
         items = np.asarray(value, np.float64 if f["dtype"].startswith(("float", "bfloat"))
                            else object).reshape(-1)

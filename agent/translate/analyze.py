@@ -14,7 +14,7 @@ from agent.translate.macros import (
     blank_qualifier_macros,
     defined_macros,
     expand_unbalanced_macros,
-    split_template_args,
+    template_parts,
 )
 from kb.parse import declarator_name, parse
 from kb.rewrites import load_rewrites
@@ -216,13 +216,27 @@ def _template_params(plist: Node | None, data: bytes) -> list[tuple[str, bool, s
     return out
 
 
-def struct_fields(src: str, name: str, depth: int = 0) -> list[dict] | str:
-    """The fields of struct ``name`` as ``src`` defines it, each ``{"name", "dtype"}`` (plus
-    ``"count"`` for a fixed array, ``"fields"`` for a nested struct), in declaration order; or
-    why kport cannot pass it (a pointer field, a CUDA vector field whose layout Metal does not
-    share, a type it does not know). A parameter of such a struct travels as its bytes."""
-    data = blank_qualifier_macros(expand_unbalanced_macros(src)).encode()
-    root = parse(data, "cuda")
+def _type_aliases(root: Node, data: bytes) -> dict[str, str]:
+    """``using index_t = uint32_t;`` / ``typedef int64_t index_t;`` anywhere in the source:
+    name -> the type it stands for."""
+    aliases = {}
+    for a in _walk(root):
+        if a.type == "alias_declaration" and a.child_by_field_name("name") is not None:
+            aliases[_text(a.child_by_field_name("name"), data)] = _text(
+                a.child_by_field_name("type"), data)
+        elif a.type == "type_definition" and a.child_by_field_name("type") is not None:
+            for d in a.children_by_field_name("declarator"):
+                aliases[_text(d, data)] = _text(a.child_by_field_name("type"), data)
+    return aliases
+
+
+def struct_fields(root: Node, data: bytes, name: str, aliases: dict[str, str],
+                  depth: int = 0) -> list[dict] | str:
+    """The fields of struct ``name`` as the parsed source (``root``, ``data``) defines it,
+    each ``{"name", "dtype"}`` (plus ``"count"`` for a fixed array, ``"fields"`` for a nested
+    struct), in declaration order; or why kport cannot pass it (a pointer field, a CUDA
+    vector field whose layout Metal does not share, a type it does not know). A parameter of
+    such a struct travels as its bytes. ``aliases``: _type_aliases of the source."""
     spec = next((n for n in _walk(root) if n.type in ("struct_specifier", "class_specifier")
                  and n.child_by_field_name("body") is not None
                  and n.child_by_field_name("name") is not None
@@ -231,14 +245,6 @@ def struct_fields(src: str, name: str, depth: int = 0) -> list[dict] | str:
         return f"struct {name} is not defined in the source read"
     if depth > 4:
         return f"struct {name} nests too deeply"
-    aliases = {}  # `using index_t = uint32_t;` / `typedef int64_t index_t;`, here or at file scope
-    for a in _walk(root):
-        if a.type == "alias_declaration" and a.child_by_field_name("name") is not None:
-            aliases[_text(a.child_by_field_name("name"), data)] = _text(
-                a.child_by_field_name("type"), data)
-        elif a.type == "type_definition" and a.child_by_field_name("type") is not None:
-            for d in a.children_by_field_name("declarator"):
-                aliases[_text(d, data)] = _text(a.child_by_field_name("type"), data)
     out: list[dict] = []
     for f in spec.child_by_field_name("body").named_children:
         if f.type in ("comment", "access_specifier", "alias_declaration", "type_definition",
@@ -275,7 +281,7 @@ def struct_fields(src: str, name: str, depth: int = 0) -> list[dict] | str:
                 return (f"struct {name}: field {entry['name']!r} is a {spelled}, whose size "
                         "and alignment differ between CUDA and Metal")
             else:
-                nested = struct_fields(src, spelled, depth + 1)
+                nested = struct_fields(root, data, spelled, aliases, depth + 1)
                 if isinstance(nested, str):
                     return (f"struct {name}: field {entry['name']!r} has type {spelled!r}: "
                             + nested)
@@ -332,8 +338,7 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
     there."""
     data = blank_qualifier_macros(expand_unbalanced_macros(src)).encode()
     root = parse(data, "cuda")
-    name, _, rest = kernel.partition("<")
-    spec_args = split_template_args(rest.strip()[:-1]) if rest.strip().endswith(">") else []
+    name, spec_args = template_parts(kernel)
     funcs = _functions(root, data)
     if name not in funcs:
         kernels = sorted(n for n, (f, _) in funcs.items() if "__global__" in _text(f, data)
@@ -430,12 +435,14 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
             written[target] = min(written.get(target, written[alias]), written[alias])
         if alias in read:
             read.add(target)
+    aliases = None  # read once, when a parameter may be a struct
     bound = {n for n, _ in info.template}
     for p in params:  # a struct by value travels as its bytes: an input array
         spelled = " ".join(p.type.replace("const", " ").replace("struct ", " ").split())
         if not p.pointer and spelled not in TYPE_DTYPES and spelled not in C_TYPE_NAMES \
                 and spelled not in bound and not spelled.startswith("enum "):
-            fields = struct_fields(src, spelled)
+            aliases = _type_aliases(root, data) if aliases is None else aliases
+            fields = struct_fields(root, data, spelled, aliases)
             if isinstance(fields, list):
                 info.struct_params[p.name] = (spelled, fields)
             else:

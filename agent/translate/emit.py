@@ -439,7 +439,7 @@ class Emitter:
             return self._extern_shared(node)
         if node.type == "declaration" and "__shared__" in text and not self.in_kernel and \
                 _in_function_body(node):
-            fn = self._function_of(node)
+            fn = self._enclosing_fn(node) or ""
             hoisted = [(local, p) for (f, local), p in self.ctx.hoisted_locals.items()
                        if f == fn and local in self._declared(node)]
             if hoisted:  # declared in the kernel, passed in: here a pointer to it
@@ -682,24 +682,14 @@ class Emitter:
         return f"auto {next(iter(names))} = {self.emit(value)};"
 
     def _enclosing_fn(self, node: Node) -> str | None:
+        """The name of the function whose parameters or body hold ``node``."""
         p = node.parent
-        while p is not None and p.type != "function_declarator":
+        while p is not None and p.type not in ("function_declarator", "function_definition"):
             p = p.parent
-        if p is None:
-            return None
-        d = p.child_by_field_name("declarator")
-        return self.text(d).split("::")[-1] if d is not None else None
-
-    def _function_of(self, node: Node) -> str:
-        """The name of the function whose body holds ``node``."""
-        p = node.parent
-        while p is not None and p.type != "function_definition":
-            p = p.parent
+        while p is not None and p.type != "function_declarator":  # a body: its definition's
+            p = p.child_by_field_name("declarator")
         d = p.child_by_field_name("declarator") if p is not None else None
-        while d is not None and d.type != "function_declarator":
-            d = d.child_by_field_name("declarator")
-        name = d.child_by_field_name("declarator") if d is not None else None
-        return self.text(name).split("::")[-1] if name is not None else ""
+        return self.text(d).split("::")[-1] if d is not None else None
 
     def _param_index(self, node: Node) -> int:
         params = [c for c in node.parent.named_children if c.type in PARAMETER_NODES]

@@ -88,15 +88,7 @@ def blank_qualifier_macros(src: str) -> str:
             kind = calls[m[1]]
             keep = None
             if kind >= 0:
-                args, depth, start = [], 0, m.end()
-                for i in range(m.end(), end - 1):
-                    ch = src[i]
-                    depth += ch in "([{"
-                    depth -= ch in ")]}"
-                    if ch == "," and depth == 0:
-                        args.append((start, i))
-                        start = i + 1
-                args.append((start, end - 1))
+                args = arg_spans(src, m.end(), end - 1, "()[]{}")
                 keep = args[kind] if kind < len(args) else None
             for i in range(m.start(), end):
                 if keep is None or not keep[0] <= i < keep[1]:
@@ -161,17 +153,34 @@ def expand_unbalanced_macros(src: str) -> str:
 # A function parameter, with or without a default value (`const int off = 0`).
 
 
-def split_template_args(text: str) -> list[str]:
-    """The arguments of ``<...>`` text split at its top-level commas only:
-    ``Traits<64, 4, float>, 2`` is two arguments."""
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "<([{":
+def arg_spans(text: str, start: int = 0, end: int | None = None,
+              brackets: str = "<>()[]{}") -> list[tuple[int, int]]:
+    """The (start, end) of each argument of ``text[start:end]``, split at the commas outside
+    every pair of ``brackets`` (opening, closing, ...)."""
+    opening, closing = brackets[0::2], brackets[1::2]
+    end = len(text) if end is None else end
+    out, depth, first = [], 0, start
+    for i in range(start, end):
+        ch = text[i]
+        if ch in opening:
             depth += 1
-        elif ch in ">)]}":
+        elif ch in closing:
             depth -= 1
         elif ch == "," and depth == 0:
-            out.append(text[start:i].strip())
-            start = i + 1
-    out.append(text[start:].strip())
-    return [a for a in out if a]
+            out.append((first, i))
+            first = i + 1
+    return [*out, (first, end)]
+
+
+def split_template_args(text: str, brackets: str = "<>()[]{}") -> list[str]:
+    """The arguments of ``<...>`` text split at its top-level commas only:
+    ``Traits<64, 4, float>, 2`` is two arguments. A call's arguments take
+    ``brackets="()[]{}"`` (``a > b`` is a comparison there, not a closing bracket)."""
+    return [a for a in (text[i:j].strip() for i, j in arg_spans(text, brackets=brackets)) if a]
+
+
+def template_parts(name: str) -> tuple[str, list[str]]:
+    """(``k``, its template arguments) of a kernel named ``k<a, b>``; [] when it has none."""
+    base, _, rest = name.partition("<")
+    rest = rest.strip()
+    return base.strip(), split_template_args(rest[:-1]) if rest.endswith(">") else []
