@@ -171,15 +171,16 @@ def _group_storage_decl(toks: list[Tok], word: str, scope_is_file: bool, space: 
     line = toks[0].line
     text = _join(toks)
     align = next((int(g) for m in _ALIGN.finditer(text) for g in m.groups() if g), 0)
-    body = [t for t in toks if t.text not in (word, "static", ";")]
+    body = [t for t in toks[:-1] if t.text not in (word, "static")]
     is_extern = bool(body) and body[0].text == "extern"
     body = _drop_align(body[1:] if is_extern else body)
-    cut = next((k for k, t in enumerate(body) if t.text in ("[", ",", "=")), len(body))
+    body, defined = _class_defined_in(body)
+    cut = _declarator_start(body)
     if cut < 2 or body[cut - 1].kind != "identifier" or any(t.text == "=" for t in body):
         raise SourceError(f"line {line}: cannot handle this {word} declaration: `{text}`; "
                           "declare variables without an initializer")
     type_ = _join(body[:cut - 1])
-    out = []
+    out = [defined] if defined else []
     for decl in _split_top(body[cut - 1:], ","):
         name, dims = decl[0].text, _join(decl[1:])
         if is_extern:
@@ -188,7 +189,9 @@ def _group_storage_decl(toks: list[Tok], word: str, scope_is_file: bool, space: 
             out.append(f"static __thread {type_}* {name}; static int __kp_dyn_{name} = "
                        f"__kp_register_dyn_smem([]() -> void** {{ return (void**)&{name}; }});"
                        if scope_is_file else
-                       f"{type_}* {name} = reinterpret_cast<{type_}*>(__kp_dyn_smem());")
+                       # a reference to the array, as in CUDA: reinterpret_cast<S&>(smem)
+                       # (Mamba's TempStorage) must alias the memory, not a pointer variable
+                       f"{type_} (&{name})[] = *reinterpret_cast<{type_} (*)[]>(__kp_dyn_smem());")
             continue
         if scope_is_file:
             raise SourceError(f"line {line}: file-scope {word} variable `{name}` is not "
@@ -203,6 +206,43 @@ def _group_storage_decl(toks: list[Tok], word: str, scope_is_file: bool, space: 
                    f"__kp_site_{name}; {alias}& {name} = *{cast}(__kp_tg_alloc(&__kp_site_{name}"
                    f", sizeof({alias}), {align_arg}, \"{name}\", {line}));")
     return " ".join(out)
+
+
+def _declarator_start(body: list[Tok]) -> int:
+    """Index of the first `[`, `,` or `=` outside template arguments (the end of the type and
+    the first name: ``typename cub::WarpReduce<float, 8>::TempStorage rs[4]``), or len(body)."""
+    depth = 0
+    for k, t in enumerate(body):
+        if t.text == "<" and k and body[k - 1].kind in ("identifier", "type_identifier"):
+            depth += 1
+        elif t.text in (">", ">>") and depth:
+            depth = max(0, depth - len(t.text))
+        elif depth == 0 and t.text in ("[", ",", "="):
+            return k
+    return len(body)
+
+
+def _class_defined_in(body: list[Tok]) -> tuple[list[Tok], str]:
+    """A class defined in the declaration (``__shared__ union { ... } temp_storage;``, as in
+    CUB's examples): ``body`` with the class replaced by its tag (``__kp_U_<name>`` when it has
+    none), and the class's definition ("" when there is none)."""
+    open_ = next((k for k, t in enumerate(body) if t.text == "{"), None)
+    if open_ is None:
+        return body, ""
+    depth, close = 0, len(body) - 1
+    for k in range(open_, len(body)):
+        depth += body[k].text == "{"
+        depth -= body[k].text == "}"
+        if depth == 0:
+            close = k
+            break
+    head, rest = body[:open_], body[close + 1:]
+    named = len(head) > 1 and head[-1].kind in ("identifier", "type_identifier")
+    tag = head[-1].text if named else "__kp_U_" + next(
+        (t.text for t in rest if t.kind == "identifier"), "storage")
+    definition = f"{_join(head)}{'' if named else ' ' + tag} {_join(body[open_:close + 1])};"
+    return [Tok(tag, body[open_].start, body[close].end, body[open_].line, "identifier"),
+            *rest], definition
 
 
 def _drop_align(toks: list[Tok]) -> list[Tok]:

@@ -60,7 +60,7 @@ __global__ void f(float* x) {
     assert "__kp_register_dyn_smem" in out
     assert "using __kp_T_tile = float[32][33];" in out
     assert "using __kp_T_flag = int;" in out
-    assert "float* dyn = reinterpret_cast<float*>(__kp_dyn_smem());" in out
+    assert "float (&dyn)[] = *reinterpret_cast<float (*)[]>(__kp_dyn_smem());" in out
 
 
 @pytest.mark.parametrize("decl, why", [

@@ -1,0 +1,3 @@
+// Forwarding header: CUB's config, here part of kport's CUB core.
+#pragma once
+#include <cub/detail/kport_core.cuh>
