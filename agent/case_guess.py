@@ -17,9 +17,13 @@ from pathlib import Path
 
 import tomli_w
 
+from agent.case_contracts import size_contracts, variant_sizes
 from agent.cuda_source import read_cuda, stub_note
+from agent.host_init import output_fills
 from agent.host_launch import find_launches, instantiations, matches, size_names
 from agent.shape_probe import ArgProbe, probe_shapes
+from agent.size_relations import SizeRelations
+from agent.stride_probe import measure_strides
 from agent.translate import cuda_closure, translate_kernel
 from agent.translate.analyze import TYPE_DTYPES, template_params
 from agent.translate.macros import template_parts
@@ -103,6 +107,15 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     launch, values, unread = None, {}, set()
     if grid is None and block is None:
         launch, values, unread = _host_launch(view, kernel, list(tr.roles), ints, sizes)
+    elif sizes:  # the launch typed by hand: the host's arguments still say the scalars
+        launch, values, unread = _host_launch(view, kernel, list(tr.roles), ints, sizes,
+                                              config=False)
+        if launch is not None:
+            guessed.append(f"kernel scalars from the host launch in {launch.host} at "
+                           f"{view.where(launch.line)}: {values}")
+    host = launch  # the launch whose arguments say nullptr, fills and vectors
+    if grid is not None or block is not None:
+        launch = None  # its grid and block are not the ones typed
     if launch is not None:
         grid, block = launch.grid, launch.block
         shared_mem = launch.shared_mem if shared_mem is None else shared_mem
@@ -117,10 +130,12 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
         sizes = {n: each for n in ints} or {"n": 1024}
         guessed.append(f"sizes {sizes} (no --size given)")
     elements = " * ".join(sizes) if len(sizes) > 1 else next(iter(sizes))
+    fills = _fills(view, kernel, host)
     args, flat = [], []
     for name, role in tr.roles.items():
         if name in tr.structs:
-            args.append(_struct_arg(name, *tr.structs[name], sizes, guessed))
+            parts = host.vectors.get(list(tr.roles).index(name)) if host else None
+            args.append(_struct_arg(name, *tr.structs[name], sizes, guessed, parts))
             continue
 
         dtype = _dtype(name, tr.dtypes.get(name, ""), tr.template, enums)
@@ -129,6 +144,12 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
                 value = values[name]
             elif name in sizes and name not in unread:
                 value = name
+            elif _literal(tr.defaults.get(name)) is not None:
+                value = _literal(tr.defaults[name])
+                guessed.append(f"scalar {name} = {value}, its C++ default (run() may omit it)")
+                args.append({"name": name, "role": role, "dtype": dtype, "value": value,
+                             "default": True})
+                continue
             else:
                 value = 1 if dtype.startswith(("int", "uint")) else True if dtype == "bool" \
                     else 1.5
@@ -137,12 +158,24 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
             continue
         init = ("zeros" if role == "out" else "normal" if dtype.startswith(("float", "bfloat"))
                 else "randint:0:4")
+        if role == "out" and list(tr.roles).index(name) in fills:
+            init = _fill_init(name, fills[list(tr.roles).index(name)], guessed)
         arg = {"name": name, "role": role, "dtype": dtype, "shape": None, "init": init}
-        passed = _passed(launch, list(tr.roles).index(name))
+        if name in tr.flat:
+            arg["field"] = tr.flat[name]
+        passed = _passed(host, list(tr.roles).index(name))
         if name in tr.nullable and passed in ("nullptr", "NULL", "0"):
             args.append(arg | {"null": True, "shape": [8]})
             guessed.append(f"{name}: null, as the host launch passes it ({passed}); the "
                            f"package's run() takes {name}=None or an array")
+            continue
+        if name in tr.nullable and not passed and not dtype.startswith(("float", "bfloat")):
+            # optional integer data (indices, lengths, offsets): random values are no valid
+            # data for it, and the kernel runs without it
+            args.append(arg | {"null": True, "shape": [8]})
+            guessed.append(f"{name}: null (optional integer data, as indices or lengths, "
+                           "that kport cannot invent: the oracle checks the port without it; "
+                           f"the package's run() takes {name}=None or an array)")
             continue
         arg["shape"] = (shapes or {}).get(name)
         if arg["shape"] is None:
@@ -158,14 +191,22 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     if shared_mem is None and "KP_SMEM_BYTES" in tr.template:
         guessed.append("dynamic shared memory 0 bytes: the kernel declares extern __shared__, "
                        "so pass --shared-mem BYTES with what the host launch gives")
-    fixed = flat and _measure_shapes(src, kernel, source, args, flat, sizes,
-                                     (grid, block, shared_mem), guessed)
-    variant = {k: _odd(v) for k, v in sizes.items() if v > 8}
+    if flat:
+        _contiguous_strides(src, kernel, source, args, sizes, (grid, block, shared_mem),
+                            guessed)
+    relations = size_contracts(src, kernel, args, sizes, (grid, block, shared_mem),
+                               tr.template, guessed)
+    fixed, constraints = False, [r.text() for r in relations.stated().relations]
+    if flat:
+        fixed, constraints = _measure_shapes(src, kernel, source, args, flat, sizes,
+                                             (grid, block, shared_mem), guessed, relations)
+    variant = variant_sizes(sizes, relations)
     if fixed:
         variant = {}
         guessed.append("no second size set: a shape was measured at these sizes only")
     if variant:
-        guessed.append(f"a second size set {variant} (odd sizes, to exercise tails)")
+        guessed.append(f"a second size set {variant} (odd sizes, to exercise tails, the "
+                       "size relations kept)")
     half = any(a["dtype"] in ("float16", "bfloat16") for a in args)
     category = _category(tr.kernel)
     folder.mkdir(parents=True, exist_ok=True)
@@ -182,22 +223,55 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
                       "reference": "cuda", "seeds": 2}}
     if not variant:
         del data["variants"]
+    sets = [sizes, {**sizes, **variant}]
+    constraints = [c for c in constraints if all(evaluate(c, s) for s in sets)]
+    if constraints:  # the judge's held-out sizes keep them too
+        data["check"]["constraints"] = constraints
+        guessed.append(f"check.constraints {constraints}: the measured shapes rely on them")
     (folder / "case.toml").write_text(case_toml(data))
     guessed.append(f"tolerances rtol={data['check']['rtol']} atol={data['check']['atol']}")
     return load_case(folder), guessed
+
+
+def _fills(view, kernel: str, launch) -> dict[int, float | None]:
+    """What the host fills each output argument with before launching ``kernel`` (by index):
+    the launch the case uses, or else the first of this instantiation (--grid given)."""
+    if launch is None:
+        _, given = template_parts(kernel)
+        launch = next((x for x in find_launches(view.text, kernel, given) if matches(x, given)),
+                      None)
+    return output_fills(view.text, launch.line, launch.arg_texts) if launch is not None else {}
+
+
+def _fill_init(name: str, fill: float | None, guessed: list[str]) -> str:
+    """The case's init of an output the host fills before the launch (agent/host_init.py)."""
+    if fill is None:
+        guessed.append(f"{name}: the host leaves it uninitialised (torch::empty): the kernel "
+                       "must write all of it")
+        return "zeros"
+    guessed.append(f"{name}: starts as {fill:g}, as the host fills it before the launch (the "
+                   f"port's outputs start so too: MLX init_value)")
+    return "zeros" if fill == 0 else "ones" if fill == 1 else f"full:{fill:g}"
+
+
+def _literal(text: str | None) -> int | float | bool | None:
+    """A C++ literal's value (`2.0f`, `-1`, `0x10u`, `true`); None for anything else."""
+    t = (text or "").strip()
+    if t in ("true", "false"):
+        return t == "true"
+    t = re.sub(r"(?<=[\d.])[fFuUlL]+$", "", t)
+    for parse in (lambda v: int(v, 0), float):
+        try:
+            return parse(t)
+        except ValueError:
+            continue
+    return None
 
 
 def _passed(launch, index: int) -> str:
     """The text the host launch passes as the kernel's argument ``index`` ("" without one)."""
     texts = launch.arg_texts if launch is not None else []
     return texts[index].strip() if index < len(texts) else ""
-
-
-def _odd(v: int) -> int:
-    """A size for the second size set: odd, to exercise tails, except that a size with a
-    power-of-two factor (a byte stride) keeps it."""
-    unit = math.gcd(v, 16)
-    return max(unit, (v - v // 4 - 1) // unit * unit)
 
 
 def resolve_kernel(src: str, kernel: str, where: str) -> tuple[str, list[str]]:
@@ -232,17 +306,20 @@ def resolve_kernel(src: str, kernel: str, where: str) -> tuple[str, list[str]]:
                      + ", ".join(p for p, _, _ in params[:need]) + ">' with values")
 
 
-def _host_launch(view, kernel: str, params: list[str], ints: list[str], sizes: dict):
+def _host_launch(view, kernel: str, params: list[str], ints: list[str], sizes: dict,
+                 config: bool = True):
     """(the first launch of ``kernel`` in the file's host code that sizes can express, the
     kernel's int scalars as expressions over its sizes) or (None, {}): agent/host_launch.py.
     With --size given, only a launch over those names (or some of them: the others may size a
     struct field or a scalar). Only launches of ``kernel``'s
-    instantiation count (``norm_f32<1024>`` is launched with other blocks than ``<32>``)."""
+    instantiation count (``norm_f32<1024>`` is launched with other blocks than ``<32>``).
+    ``config=False``: the grid and block are typed, so any launch of it gives the scalars."""
     _, given = template_parts(kernel)
     for launch in find_launches(view.text, kernel, given):
-        if not launch.usable or not matches(launch, given):
+        if not matches(launch, given) or (config and not launch.usable):
             continue
-        used = size_names([*launch.grid, *launch.block, str(launch.shared_mem)])
+        used = size_names([*launch.grid, *launch.block, str(launch.shared_mem)]) \
+            if config else list(sizes)
         if not used or (sizes and not set(used) <= set(sizes)):
             continue
         # a kernel scalar the launch passes as an expression over the sizes takes it; one it
@@ -250,7 +327,9 @@ def _host_launch(view, kernel: str, params: list[str], ints: list[str], sizes: d
         # bound to a size of the same name (llama.cpp's tri passes nb01 / sizeof(T) as nb01)
         values, unread = {}, set()
         for name, expr in zip(params, launch.args, strict=False):
-            if name not in ints:
+            if name not in ints or (not config and name in sizes):
+                continue  # typed launch: a size named after the kernel's scalar gives it
+            if not config and (expr is None or not set(size_names([expr])) <= set(sizes)):
                 continue
             if expr is not None and (not sizes or set(size_names([expr])) <= set(sizes)):
                 values[name] = expr
@@ -261,15 +340,25 @@ def _host_launch(view, kernel: str, params: list[str], ints: list[str], sizes: d
 
 
 def _struct_arg(name: str, ctype: str, fields: list[dict], sizes: dict,
-                guessed: list[str]) -> dict:
+                guessed: list[str], parts: list[str] | None = None) -> dict:
     """The case argument of a struct parameter: its bytes, each field's value the size of its
-    name or a guess (listed)."""
+    name or a guess (listed). ``parts``: a CUDA vector's components as the host launch
+    computes them (size expressions), used when they name only the given sizes."""
+    if parts and set(size_names(parts)) <= set(sizes):
+        fields = [f | {"value": v} for f, v in zip(fields, parts, strict=True)]
+        guessed.append(f"{name} ({ctype}): ({', '.join(parts)}), as the host launch computes "
+                       "it; run() computes it from the sizes when not given")
+        return {"name": name, "role": "in", "dtype": "uint8", "shape": [buffer_size(fields)],
+                "ctype": ctype, "fields": fields}
+
     def valued(fields: list[dict], path: str) -> list[dict]:
         out = []
         for f in fields:
             f = dict(f)
             if f.get("fields"):
                 f["fields"] = valued(f["fields"], f"{path}{f['name']}.")
+            elif f["dtype"] == "pointer":  # its array is an argument of its own (`field`)
+                f.pop("pointee", None)
             else:
                 one = f["name"] if f["name"] in sizes else (
                     1 if f["dtype"].startswith(("int", "uint")) else
@@ -288,22 +377,48 @@ def _struct_arg(name: str, ctype: str, fields: list[dict], sizes: dict,
             "fields": fields}
 
 
-def _measure_shapes(src: str, kernel: str, filename: str, args: list[dict], flat: list[str],
-                    sizes: dict, launch: tuple, guessed: list[str]) -> bool:
-    """Replace the flat shape of each argument in ``flat`` by the extent the kernel accesses
-    it at, measured in cuda_sim and fitted over the sizes (agent/shape_probe.py); True when a
-    shape holds only at these sizes."""
+def _launch_dims(launch: tuple):
+    """(grid, block, dynamic shared bytes) of a size set, from the case's expressions."""
     grid, block, smem = launch
 
     def dims(sz: dict) -> tuple[list, list, int]:
         return ([int(evaluate(str(g), sz)) for g in grid], [int(evaluate(str(b), sz))
                                                             for b in block],
                 int(evaluate(str(smem or 0), sz)))
+    return dims
 
+
+def _contiguous_strides(src: str, kernel: str, filename: str, args: list[dict], sizes: dict,
+                        launch: tuple, guessed: list[str]) -> None:
+    """A struct's stride fields that kport guessed (1: every array's rows overlap) set to the
+    contiguous strides the kernel's indexing measures (agent/stride_probe.py)."""
+    for struct, values in measure_strides(src, kernel, filename, args, sizes,
+                                          _launch_dims(launch)).items():
+        arg = next(a for a in args if a["name"] == struct)
+        for f in arg["fields"]:
+            if f["name"] in values and f["name"] not in sizes:
+                f["value"] = values[f["name"]]
+                guessed[:] = [g for g in guessed
+                              if not g.startswith(f"struct field {struct}.{f['name']} = ")]
+                guessed.append(f"struct field {struct}.{f['name']} = {f['value']}: a "
+                               "contiguous stride, from how far the kernel indexes that "
+                               "dimension in cuda_sim")
+
+
+def _measure_shapes(src: str, kernel: str, filename: str, args: list[dict], flat: list[str],
+                    sizes: dict, launch: tuple, guessed: list[str],
+                    relations: SizeRelations) -> tuple[bool, list[str]]:
+    """Replace the flat shape of each argument in ``flat`` by the extent the kernel accesses
+    it at, measured in cuda_sim and fitted over the sizes (agent/shape_probe.py) at size sets
+    that keep ``relations``; (True when a shape holds only at these sizes, the relations the
+    shapes rely on)."""
+    dims = _launch_dims(launch)
     probe = probe_shapes(src, kernel, filename,
                          [ArgProbe(a["name"], a["role"], a["dtype"], a.get("value"),
-                                   a.get("fields"), a.get("null", False)) for a in args],
-                         dict(sizes), dims)
+                                   a.get("fields"), a.get("null", False), a.get("field", ""),
+                                   offsets=a.get("init", "").partition("offsets:")[2])
+                          for a in args],
+                         dict(sizes), dims, relations)
     for a in args:
         if a["name"] not in flat:
             continue
@@ -324,7 +439,8 @@ def _measure_shapes(src: str, kernel: str, filename: str, args: list[dict], flat
             guessed.append(f"shape of {a['name']}: {a['shape']} (flat; not measured: "
                            f"{probe.unfitted.get(a['name'], 'no access')}; pass --shape "
                            f"{a['name']}=...)")
-    return any(a.get("shape_guessed") and isinstance(a["shape"][0], int) for a in args)
+    return any(a.get("shape_guessed") and isinstance(a["shape"][0], int)
+               for a in args), probe.relations
 
 
 def _category(kernel: str) -> str:

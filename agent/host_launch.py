@@ -41,7 +41,7 @@ from agent.translate.macros import (
     template_parts,
 )
 from runners.dtypes import DTYPES
-from runners.sizeexpr import SizeExprError, evaluate
+from runners.sizeexpr import FUNCTIONS, SizeExprError, evaluate
 from runners.sourcetree import parse
 
 _OBJECT_MACRO = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)[ \t]+([^\n\\]+)$", re.M)
@@ -49,6 +49,12 @@ _CAST = re.compile(r"\(\s*(?:const\s+)?(?:unsigned\s+)?(?:int|long|long long|siz
                    r"int32_t|uint32_t|uint64_t|unsigned|dim3)\s*\)")
 _STATIC_CAST = re.compile(r"\bstatic_cast\s*<[^<>]*>")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
+# <stdint.h>'s and <climits>'s limits, which launches clamp grids with (system headers are
+# not read: their macros are not in the source)
+_C_LIMITS = {"UINT8_MAX": "255", "UINT16_MAX": "65535", "INT16_MAX": "32767",
+             "INT32_MAX": "2147483647", "UINT32_MAX": "4294967295", "INT_MAX": "2147483647",
+             "UINT_MAX": "4294967295", "SHRT_MAX": "32767", "USHRT_MAX": "65535"}
+_NOT_MEMBER = re.compile(r"(?<![.\w])(?<!->)[A-Za-z_]\w*")
 # sizeof of the scalar types a launch sizes shared memory by (bytes of their MLX dtypes), and
 # of CUDA's vector types
 _BYTES = {name: np.dtype(DTYPES[dtype][0]).itemsize for name, dtype in TYPE_DTYPES.items()}
@@ -79,6 +85,8 @@ class HostLaunch:
     # None where the host function's own template parameter stands (any value matches);
     # None for a launch without ``<...>`` (arguments deduced: any instantiation matches)
     template_args: list[str | None] | None = None
+    # a CUDA vector argument's components as size expressions, by argument index
+    vectors: dict[int, list[str]] = field(default_factory=dict)
 
     @property
     def usable(self) -> bool:
@@ -92,7 +100,7 @@ def find_launches(src: str, kernel: str, given=()) -> list[HostLaunch]:
     launch passes it (``sizeof(T)`` in an argument is then its bytes)."""
     data = blank_qualifier_macros(expand_unbalanced_macros(src)).encode()
     root = parse(data, "cuda")
-    macros = {m[1]: m[2].split("//")[0].strip() for m in _OBJECT_MACRO.finditer(src)}
+    macros = _C_LIMITS | {m[1]: m[2].split("//")[0].strip() for m in _OBJECT_MACRO.finditer(src)}
     name = kernel.split("<")[0].strip()
     helpers = _launch_helpers(root, data)
     found = []
@@ -201,6 +209,8 @@ def _host_params(fn, data: bytes) -> tuple[str, list[str], set[str]]:
             ids = [x for x in _walk(p) if x.type in ("identifier", "type_identifier")]
             if ids:
                 tparams.add(_text(ids[-1], data))
+    if "AT_DISPATCH_" in _text(fn, data):  # PyTorch's dispatch macros choose `scalar_t` at
+        tparams.add("scalar_t")  # run time, as a host's own type parameter would be
     return host, params, tparams
 
 
@@ -311,7 +321,36 @@ def _read_launch(fn, call, kernel_text: str, config, passed: list, data: bytes,
     types = _type_sizes(kernel_text, out.template_args, given)
     out.args = [_size_expr(_text(a, data), local, macros, params, [], types) for a in passed]
     out.arg_texts = [_text(a, data) for a in passed]
+    for i, a in enumerate(passed):
+        parts = _vector_value(_text(a, data), local, macros, params, types)
+        if parts is not None:
+            out.vectors[i] = parts
     return out
+
+
+_FASTDIV = re.compile(r"^init_fastdiv_values\s*\((.*)\)$", re.S)
+_MAKE_VECTOR = re.compile(r"^make_[a-z]+([234])\s*\((.*)\)$", re.S)
+
+
+def _vector_value(text: str, local: dict, macros: dict[str, str], params: list[str],
+                  types: dict[str, int]) -> list[str] | None:
+    """The components of a CUDA vector the launch passes, as size expressions: from
+    ``make_uint3(a, b, c)`` or llama.cpp's ``init_fastdiv_values(d)`` (the fast-division
+    constants <multiplier, shift, d>), directly or through a local; None otherwise."""
+    text = text.strip()
+    for _ in range(4):
+        value = local.get(text)
+        if not isinstance(value, str):
+            break
+        text = value.strip()
+    if m := _FASTDIV.match(text):
+        d = _size_expr(m[1], local, macros, params, [], types)
+        return None if d is None else [f"fastdiv_mult({d})", f"ceil_log2({d})", d]
+    if m := _MAKE_VECTOR.match(text):
+        parts = [_size_expr(x, local, macros, params, [], types)
+                 for x in split_template_args(m[2], "()[]{}")]
+        return parts if None not in parts and len(parts) == int(m[1]) else None
+    return None
 
 
 def _locals(fn, before: int, data: bytes) -> dict[str, str | list[str]]:
@@ -352,7 +391,7 @@ def size_names(exprs: list[str]) -> list[str]:
     seen = []
     for expr in exprs:
         for node in ast.walk(ast.parse(str(expr).strip(), mode="eval")):
-            if isinstance(node, ast.Name) and node.id not in ("min", "max", "ceil_div") and \
+            if isinstance(node, ast.Name) and node.id not in FUNCTIONS and \
                     node.id not in seen:
                 seen.append(node.id)
     return seen
@@ -380,7 +419,7 @@ def _size_expr(text: str, local: dict, macros: dict[str, str], params: list[str]
                 return f"({value})"
             return m[0]
 
-        text = _IDENT.sub(sub, text)
+        text = _NOT_MEMBER.sub(sub, text)  # `info.warp_size`'s member is no local
         if not changed:
             break
     text = _SIZEOF.sub(lambda m: str(_BYTES[" ".join(m[1].split())]), _typed(text, types or {}))

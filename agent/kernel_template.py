@@ -85,6 +85,28 @@ def _scalar(name: str, value, dtype: str):
                     dtype=_mx_dtype(dtype))
 
 
+def _unpack(kwargs: dict) -> dict:
+    """run()'s arguments with each struct's pointer fields taken out as arguments of their own
+    (the SPEC args whose ``field`` names them, STRUCT.FIELD): a field given None or left out
+    is nullptr; an output field's array is not read (MLX outputs are fresh arrays)."""
+    out = dict(kwargs)
+    for name, a in SPEC["args"].items():
+        struct, _, path = a.get("field", "").partition(".")
+        if not path or not isinstance(out.get(struct), dict) or path not in out[struct]:
+            continue
+        value = out[struct][path]
+        out[struct] = {k: v for k, v in out[struct].items() if k != path}
+        if a["role"] != "out" and value is not None:
+            out[name] = value
+    return out
+
+
+def _label(name: str) -> str:
+    """How run() names an argument to its caller: a struct's pointer field as params['x']."""
+    struct, _, path = SPEC["args"].get(name, {}).get("field", "").partition(".")
+    return f"{struct}[{path!r}]" if path else name
+
+
 def _bind(kwargs: dict) -> tuple[dict, dict]:
     """(kernel inputs by CUDA name, size values) from run()'s arguments; raises TypeError for a
     missing/unknown argument or dtype, ValueError for a shape that does not fit."""
@@ -98,6 +120,9 @@ def _bind(kwargs: dict) -> tuple[dict, dict]:
         if kw not in kwargs:
             raise TypeError(f"run() needs {kw}= (a size the arrays do not show)")
         sizes[sym] = int(kwargs[kw])
+    for name, a in args.items():  # what a struct's fields give comes first: a flat input
+        if a.get("fields") and isinstance(kwargs.get(name), dict):  # may be longer than
+            _learn(name, a["fields"], kwargs[name], sizes)  # the size its length suggests
     for name, a in args.items():
         if a["role"] not in ("in", "inout") or a.get("fields"):
             continue
@@ -107,12 +132,14 @@ def _bind(kwargs: dict) -> tuple[dict, dict]:
             values[name] = np.zeros(8, STORAGE[a["dtype"]])
             continue
         if name not in kwargs:
-            raise TypeError(f"run() missing array argument {name!r}")
-        arr = values[name] = _array(name, kwargs[name], a["dtype"])
+            raise TypeError(f"run() missing array argument {_label(name)}")
+        arr = values[name] = _array(_label(name), kwargs[name], a["dtype"])
         if arr.ndim != len(a["shape"]):
             raise ValueError(f"{name}: expected {len(a['shape'])} dimensions {a['shape']}, "
                              f"got shape {tuple(arr.shape)}")
         for expr, dim in zip(a["shape"], arr.shape, strict=True):
+            if a["role"] == "in" and arr.ndim == 1 and expr in sizes:
+                continue  # a flat input's first elements are read: checked below
             if isinstance(expr, str) and expr in SPEC["sizes"]:
                 if sizes.setdefault(expr, dim) != dim:
                     raise ValueError(f"{name}: dimension {expr} is {dim}, but {expr}="
@@ -130,6 +157,8 @@ def _bind(kwargs: dict) -> tuple[dict, dict]:
                 raise ValueError(f"{name}={given} but the arrays give {sym}={sizes[sym]}")
         elif sym is not None and sym in sizes:
             given = sizes[sym]
+        elif a.get("default"):  # left out: its C++ default
+            given = a["value"]
         elif isinstance(a["value"], str) and sym is None:  # derived from sizes (`nb01 // 4`)
             try:
                 given = evaluate(a["value"], sizes)
@@ -158,23 +187,26 @@ def _bind(kwargs: dict) -> tuple[dict, dict]:
     return values, sizes
 
 
+def _learn(name: str, fields: list, values, sizes: dict) -> None:
+    """The sizes a struct's fields named like them give (ValueError on a disagreement)."""
+    for f in fields:
+        if f.get("fields"):
+            _learn(name, f["fields"], values.get(f["name"], {}) if isinstance(values, dict)
+                   else {}, sizes)
+        elif isinstance(values, dict) and f["name"] in values and \
+                f.get("value") in SPEC["sizes"]:
+            v = int(values[f["name"]])
+            if sizes.setdefault(f["value"], v) != v:
+                raise ValueError(f"{name}.{f['name']}={v} but {f['value']}="
+                                 f"{sizes[f['value']]} elsewhere")
+
+
 def _struct(name: str, a: dict, given, sizes: dict):
     """A struct argument's bytes: ``given`` (a dict of fields, nested dicts for nested structs;
     a field left out takes the port's value for it) or its bytes as an array. A field whose
     value is a size name gives that size."""
     if not isinstance(given, dict):
         return _array(name, given, "uint8")
-
-    def learn(fields, values):
-        for f in fields:
-            if f.get("fields"):
-                learn(f["fields"], values.get(f["name"], {}) if isinstance(values, dict) else {})
-            elif isinstance(values, dict) and f["name"] in values and \
-                    f.get("value") in SPEC["sizes"]:
-                v = int(values[f["name"]])
-                if sizes.setdefault(f["value"], v) != v:
-                    raise ValueError(f"{name}.{f['name']}={v} but {f['value']}="
-                                     f"{sizes[f['value']]} elsewhere")
 
     def value_of(expr, where):
         try:
@@ -183,7 +215,7 @@ def _struct(name: str, a: dict, given, sizes: dict):
             raise TypeError(f"run(): {name}['{where}'] is needed (its value {expr!r} names a "
                             "size nothing else gives)") from None
 
-    learn(a["fields"], given)
+    _learn(name, a["fields"], given, sizes)
     try:
         return struct_bytes(a["fields"], given, value_of)
     except ValueError as err:
@@ -203,8 +235,10 @@ def _device(value):
 
 def run(**kwargs) -> dict:
     """Run the port: every in/inout/scalar argument by its CUDA name (plus any size in
-    SPEC["size_args"]); returns every out/inout argument by its CUDA name as an mx.array.
+    SPEC["size_args"]), a struct as a dict of its fields (arrays for pointer fields); returns
+    every out/inout argument by its CUDA name (STRUCT.FIELD for a struct's) as an mx.array.
     Raises TypeError/ValueError for missing, unknown or mis-shaped arguments."""
+    kwargs = _unpack(kwargs)
     values, sizes = _bind(kwargs)
     args = SPEC["args"]
     outs = [args[SPEC["out_args"][o]] for o in SPEC["outputs"]]
@@ -222,14 +256,15 @@ def run(**kwargs) -> dict:
         output_dtypes=[_mx_dtype(a["dtype"]) for a in outs],
         grid=tuple(int(evaluate(e, sizes)) for e in SPEC["grid"]),
         threadgroup=tuple(int(evaluate(e, sizes)) for e in SPEC["threadgroup"]), **extra)
-    return {SPEC["out_args"][o]: r for o, r in zip(SPEC["outputs"], results, strict=True)}
+    return {args[SPEC["out_args"][o]].get("field") or SPEC["out_args"][o]: r
+            for o, r in zip(SPEC["outputs"], results, strict=True)}
 
 
 def as_numpy(name: str, value) -> np.ndarray:
     """An argument's values as a float64/int numpy array (bfloat16 decoded), for comparisons."""
     import mlx.core as mx
 
-    dtype = SPEC["args"][name]["dtype"]
+    dtype = next(a["dtype"] for n, a in SPEC["args"].items() if name in (n, a.get("field")))
     if isinstance(value, mx.array) and value.dtype == mx.bfloat16:
         value = np.array(value.view(mx.uint16))
     value = np.asarray(value)

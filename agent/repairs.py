@@ -66,13 +66,16 @@ def atomic_outputs(candidate: Candidate, case) -> Candidate | None:
 
 def init_outputs(candidate: Candidate, case) -> Candidate | None:
     """An output the kernel leaves partly unwritten: CUDA's buffer started as the case's
-    ``init`` (zeros or ones), MLX's starts undefined; init_value gives it the same start."""
+    ``init`` (zeros, ones, full:V: what the host fills it with), MLX's starts undefined;
+    init_value gives it the same start (one value for every output, as MLX has it)."""
     if candidate.init_value is not None:
         return None
-    inits = {a.init for a in case.args if a.role == "out"}
-    if not inits <= {"zeros", "ones"} or not inits:
+    starts = {1.0 if a.init == "ones" else 0.0 if a.init == "zeros" else
+              float(a.init.split(":")[1]) if a.init.startswith("full:") else None
+              for a in case.args if a.role == "out"}
+    if len(starts) != 1 or None in starts:
         return None
-    return candidate.model_copy(update={"init_value": 1.0 if inits == {"ones"} else 0.0})
+    return candidate.model_copy(update={"init_value": starts.pop()})
 
 
 # fix rule or lint id -> repair. "check.unwritten_output" is the comparison's own message.

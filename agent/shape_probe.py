@@ -13,7 +13,13 @@ The fit, simplest first, each verified at a size set it was not fitted on:
    size sets: strided views such as ``(nrows - 1) * stride_row + ncols``.
 A buffer no fit explains keeps the flat guess and says so. An input's shape is its read extent,
 an output's its write extent, an inout's the larger; extents below element 0 are not
-described (the report says so).
+described (the report says so), nor one that two runs at the same sizes disagree on (it moves
+with the data).
+
+Every size set keeps the relations the code states among the sizes (agent/size_relations.py:
+``C == 64 * H``, ``T % B == 0``); those only the values show are kept by a second pass when the
+first cannot explain a buffer. An integer input read as CSR offsets is filled with valid
+offsets (``ArgProbe.offsets``), not random indices.
 """
 
 from __future__ import annotations
@@ -27,9 +33,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import runners
+from agent.size_relations import SizeRelations
+from corpus.check import csr_offsets
 from runners.dtypes import DTYPES
 from runners.sizeexpr import SizeExprError, evaluate
-from runners.structs import struct_bytes, struct_value
+from runners.structs import struct_bytes, struct_value, with_pointers
 
 START_ELEMENTS = 1 << 16  # each buffer's first size; grown while the kernel reaches its end
 MAX_ELEMENTS = 1 << 24  # a buffer never grows past this (64 MiB of float32)
@@ -49,6 +57,8 @@ class ArgProbe:
     value: object = None  # a scalar's value or size expression
     fields: list[dict] | None = None  # a struct passed by value (runners/structs.py)
     null: bool = False  # a pointer passed as nullptr
+    field: str = ""  # the struct pointer field ("params.x_ptr") that holds this array
+    offsets: str = ""  # CSR offsets ending at this size expression (case init "offsets:END")
 
 
 @dataclass
@@ -58,7 +68,16 @@ class Probe:
     shapes: dict[str, str] = field(default_factory=dict)
     unfitted: dict[str, str] = field(default_factory=dict)
     runs: int = 0
-    base: dict[str, int] = field(default_factory=dict)  # each buffer's extent at the sizes
+    # each buffer's extent at the sizes (a fitted one's, or one that two runs agree on)
+    base: dict[str, int] = field(default_factory=dict)
+    relations: list[str] = field(default_factory=list)  # size relations the runs kept
+
+
+def extents_runner(code: str, kernel: str, filename: str, args: list[ArgProbe],
+                   launch: Callable[[dict], tuple[list, list, int]]) -> _Runner:
+    """A runner of the kernel whose ``extents(sizes)`` gives each buffer's access end (None
+    when the kernel cannot run there): for probes beside the shapes' (agent/stride_probe.py)."""
+    return _Runner(code, kernel, filename, args, launch)
 
 
 class _Runner:
@@ -74,16 +93,49 @@ class _Runner:
 
     def extents(self, sizes: dict[str, int]) -> dict[str, int] | None:
         """The end (exclusive) of each buffer's accesses by role at ``sizes``; None when the
-        kernel cannot run there."""
+        kernel cannot run there. Offsets arrays are read first as all zeros (every segment
+        empty, so a search over them reads them all), then filled with valid offsets for the
+        count they were read at, until they are read at the count they hold."""
+        offsets = [a.name for a in self.args if a.offsets]
+        counts: dict[str, int] | None = None
+        for _ in range(4 if offsets else 1):
+            got = self._grown(sizes, counts)
+            if got is None and counts is None and offsets:
+                counts = dict.fromkeys(offsets, 2)  # zeros fault it: one full segment
+                continue
+            if got is None or not offsets:
+                return got
+            now = {n: got[n] for n in offsets}
+            if now == counts:
+                return got
+            counts = now
+        return None
+
+    def _grown(self, sizes: dict[str, int], counts: dict[str, int] | None):
         while True:
-            got = self._once(sizes)
+            got = self._once(sizes, counts)
             if got is None:
                 return None
             if max(got.values(), default=0) < self.elements or self.elements >= MAX_ELEMENTS:
                 return got
             self.elements = min(self.elements * 8, MAX_ELEMENTS)  # it ran off the end: grow
 
-    def _once(self, sizes: dict[str, int]) -> dict[str, int] | None:
+    def _pointed(self, values: list) -> list:
+        """The kernel's arguments: each struct with its pointer fields pointing at the arrays
+        of the arguments that name them (cuda_sim labels those STRUCT.FIELD)."""
+        out = []
+        for a, v in zip(self.args, values, strict=True):
+            if a.fields:
+                out.append(with_pointers(a.fields, v, {
+                    b.field.partition(".")[2]: None if b.null else w
+                    for b, w in zip(self.args, values, strict=True)
+                    if b.field.partition(".")[0] == a.name}))
+            elif not a.field:
+                out.append(v)
+        return out
+
+    def _once(self, sizes: dict[str, int], counts: dict[str, int] | None
+              ) -> dict[str, int] | None:
         if self.runs >= MAX_RUNS or time.monotonic() - self.started > MAX_SECONDS:
             return None
         self.runs += 1
@@ -105,38 +157,57 @@ class _Runner:
                 except SizeExprError:
                     return None
                 values.append(np.dtype(storage).type(v))
+            elif a.offsets and a.role != "out":
+                try:
+                    end = int(evaluate(a.offsets, sizes))
+                except SizeExprError:
+                    return None
+                fill = np.zeros(self.elements, np.int64)
+                if counts is not None:
+                    n = min(counts[a.name], self.elements)
+                    fill[n:] = end
+                    fill[:n] = csr_offsets(n, end, rng)
+                values.append(fill.astype(storage))
             elif a.dtype.startswith(("float", "bfloat")) and a.role != "out":
                 values.append(rng.standard_normal(self.elements).astype(storage))
             elif a.role != "out":
                 values.append(rng.integers(0, 4, self.elements).astype(storage))
             else:
                 values.append(np.zeros(self.elements, storage))
+        values = self._pointed(values)
         try:
             grid, block, smem = self.launch(sizes)
             run = self.kernel.launch(grid, block, values, shared_mem=smem)
         except (ValueError, SizeExprError):
             return None
-        if not run.extents or any(f.kind in ("out_of_bounds", "crash", "timeout")
-                                  for f in run.findings):
-            return None  # sizes the kernel cannot run at (a tile overrun, a fault)
+        fault = not run.extents or any(f.kind in ("out_of_bounds", "crash", "timeout")
+                                       for f in run.findings)
         out = {}
         for a in self.args:
-            seen = run.extents.get(a.name) or {}
+            seen = run.extents.get(a.field or a.name) or {}
             sides = [seen.get("read")] if a.role == "in" else [seen.get("write")] \
                 if a.role == "out" else [seen.get("read"), seen.get("write")]
             ends = [s[1] for s in sides if s is not None]
             if a.role != "scalar" and not a.fields and not a.null:
                 out[a.name] = max(ends, default=0)
-        return out
+        if fault and not (run.extents and max(out.values(), default=0) > self.elements
+                          and self.elements < MAX_ELEMENTS):
+            return None  # sizes the kernel cannot run at (a tile overrun, a fault)
+        return out  # a run off a buffer's end: extents() grows the buffers and runs again
 
 
 def probe_shapes(code: str, kernel: str, filename: str, args: list[ArgProbe],
-                 sizes: dict[str, int],
-                 launch: Callable[[dict], tuple[list, list, int]]) -> Probe:
+                 sizes: dict[str, int], launch: Callable[[dict], tuple[list, list, int]],
+                 relations: SizeRelations | None = None) -> Probe:
     """Fit each buffer's extent over ``sizes``' names (module docstring). ``launch(sizes)``
-    gives (grid, block, dynamic shared bytes) of a size set."""
+    gives (grid, block, dynamic shared bytes) of a size set. ``relations``
+    (agent/size_relations.py): those the code states hold in every run; those only the
+    values show are kept by a second pass, for the buffers the first cannot fit or whose fit
+    a size set keeping them contradicts (``Probe.relations`` lists those relied on)."""
+    relations = relations or SizeRelations(dict(sizes))
+    stated = relations.stated()
     runner = _Runner(code, kernel, filename, args, launch)
-    probe = Probe()
+    probe = Probe(relations=[r.text() for r in stated.relations])
     base = runner.extents(sizes)
     buffers = [a.name for a in args if a.role != "scalar" and not a.fields and not a.null]
     if base is None:
@@ -145,19 +216,58 @@ def probe_shapes(code: str, kernel: str, filename: str, args: list[ArgProbe],
         probe.runs = runner.runs
         return probe
     probe.base = dict(base)
-    names = list(sizes)
-    doubled = {n: runner.extents({**sizes, n: _double(sizes[n])}) for n in names}
-    samples: list[tuple[dict, dict]] = [(sizes, base)]
-    samples += [({**sizes, n: _double(sizes[n])}, e) for n, e in doubled.items() if e]
-    coupled, joint = _coupled(sizes, doubled, runner)
+    # an extent that moves with the data (the neighbours a search finds) holds at no size set
+    again = runner.extents(sizes) or base
+    for b in [b for b in buffers if again[b] != base[b]]:
+        probe.unfitted[b] = (f"its extent moves with the data (two runs at these sizes reached "
+                             f"{base[b]} and {again[b]})")
+        buffers.remove(b)
+        del probe.base[b]
+    probe.shapes, unfitted = _fit(runner, buffers, sizes, base, stated)
+    probe.unfitted.update(unfitted)
+    if len(stated.relations) < len(relations.relations):
+        keeping = [(s, runner.extents(s)) for s in
+                   (relations.keep(_another(sizes, seed)) for seed in (1, 2))]
+        keeping = [(s, e) for s, e in keeping if e is not None]
+        suspects = [b for b in buffers if base[b] and (b not in probe.shapes or any(
+            _value(probe.shapes[b], s) != e[b] for s, e in keeping))]
+        if suspects:
+            shapes, _ = _fit(runner, suspects, sizes, base, relations, keeping)
+            for b in suspects:
+                if b in shapes:
+                    probe.shapes[b] = shapes[b]
+                    probe.unfitted.pop(b, None)
+                    probe.relations = [r.text() for r in relations.relations]
+                elif b in probe.shapes:
+                    probe.unfitted[b] = (f"{probe.shapes.pop(b)} fits the sizes moved one by "
+                                         "one but not sizes that keep "
+                                         f"{relations.describe()}, and nothing fits those")
+    probe.runs = runner.runs
+    return probe
+
+
+def _fit(runner: _Runner, buffers: list[str], sizes: dict[str, int], base: dict,
+         rel: SizeRelations, extra=()) -> tuple[dict[str, str], dict[str, str]]:
+    """(shapes, unfitted and why) of ``buffers`` over the sizes that move freely under
+    ``rel``, every run at a size set that keeps ``rel``; ``extra``: (sizes, extents) already
+    measured at such sets."""
+    names = rel.free()
+    doubled, samples = {}, [(sizes, base), *extra]
+    for n in names:
+        at = rel.keep({**sizes, n: _double(sizes[n])})
+        doubled[n] = runner.extents(at)
+        if doubled[n]:
+            samples.append((at, doubled[n]))
+    coupled, joint = _coupled(sizes, doubled, runner, rel)
     if coupled:  # sizes the kernel needs in proportion (C / H == head size): one stands for all
         keep = max(coupled, key=lambda n: sizes[n])
         names = [n for n in names if n == keep or n not in coupled]
         doubled[keep] = joint[1]
         samples = [(sz, e) for sz, e in samples  # a partner's lone doubling misled
                    if not any(sz[n] != sizes[n] for n in coupled)] + [joint]
-    check = _another(sizes, 1, coupled)
+    check = rel.keep(_another(sizes, 1, coupled))
     at_check = runner.extents(check)
+    shapes, unfitted = {}, {}
     for b in buffers:
         moved = [n for n in names if doubled[n] is None or doubled[n][b] != base[b]]
         expr = None
@@ -166,29 +276,26 @@ def probe_shapes(code: str, kernel: str, filename: str, args: list[ArgProbe],
         elif all(doubled[n] is not None and doubled[n][b] == 2 * base[b] for n in moved):
             prod = math.prod(sizes[n] for n in moved)
             if base[b] % prod == 0:
-                c = base[b] // prod
-                expr = " * ".join(([str(c)] if c != 1 else []) + moved)
+                expr = _expr(rel.rewrite([(base[b] // prod, tuple(moved))]))
         if expr is not None and at_check is not None and _value(expr, check) != at_check[b]:
             expr = None
         if expr is None:
-            expr = _linear_fit(b, moved, sizes, samples, runner, coupled)
+            expr = _linear_fit(b, moved, sizes, samples, runner, coupled, rel)
         if expr is None:
-            probe.unfitted[b] = (f"no expression over {', '.join(moved)} fits its measured "
-                                 "extents")
+            unfitted[b] = f"no expression over {', '.join(moved)} fits its measured extents"
         elif base[b] == 0:
-            probe.unfitted[b] = "the kernel never accessed it at the case's sizes"
+            unfitted[b] = "the kernel never accessed it at the case's sizes"
         else:
-            probe.shapes[b] = expr
-    probe.runs = runner.runs
-    return probe
+            shapes[b] = expr
+    return shapes, unfitted
 
 
 def _double(v: int) -> int:  # keeps the sign of a negative shift
     return v * 2 if v > 0 else 2
 
 
-def _coupled(sizes: dict[str, int], doubled: dict,
-             runner: _Runner) -> tuple[list[str], tuple | None]:
+def _coupled(sizes: dict[str, int], doubled: dict, runner: _Runner,
+             rel: SizeRelations) -> tuple[list[str], tuple | None]:
     """(the sizes the kernel cannot run at when one alone is doubled but can when they are
     doubled together, the joint run (sizes, extents)); ([], None) when there are none such
     (llama.cpp's wkv: C / H must stay the head size)."""
@@ -198,9 +305,9 @@ def _coupled(sizes: dict[str, int], doubled: dict,
     # all that fail together, else the first with a partner that runs with it (doubling H
     # alone runs, reading a head of garbage; doubling C alone does not)
     tries = ([failed] if len(failed) > 1 else []) + [
-        [failed[0], o] for o in sizes if o != failed[0]]
+        [failed[0], o] for o in doubled if o != failed[0]]
     for group in tries:
-        joint = {**sizes, **{n: _double(sizes[n]) for n in group}}
+        joint = rel.keep({**sizes, **{n: _double(sizes[n]) for n in group}})
         got = runner.extents(joint)
         if got is not None:
             return group, (joint, got)
@@ -235,11 +342,28 @@ def _value(expr: str, sizes: dict[str, int]) -> int | None:
         return None
 
 
+def _expr(terms: list[tuple[int, tuple[str, ...]]], denominator: int = 1) -> str:
+    """``(c1 * a * b + c2 * c ...) // denominator``: the largest products first, then the
+    constant, subtracted terms last."""
+    expr = ""
+    for c, t in sorted(terms, key=lambda ct: (ct[0] < 0, -len(ct[1]))):
+        if c == 0:
+            continue
+        body = " * ".join(t)
+        mag = str(abs(c)) if not t else body if abs(c) == 1 else f"{abs(c)} * {body}"
+        expr += (f" - {mag}" if c < 0 else f" + {mag}") if expr else (f"-{mag}" if c < 0
+                                                                      else mag)
+    expr = expr or "0"
+    return f"({expr}) // {denominator}" if denominator > 1 else expr
+
+
 def _linear_fit(buffer: str, moved: list[str], sizes: dict[str, int],
                 samples: list[tuple[dict, dict]], runner: _Runner,
-                coupled=()) -> str | None:
+                coupled=(), rel: SizeRelations | None = None) -> str | None:
     """An integer combination of 1, each moved size, each product of two and the product of
-    all, fitted on enough size sets and verified on two more; None when none holds."""
+    all, fitted on enough size sets (each keeping ``rel``) and verified on two more; None when
+    none holds."""
+    rel = rel or SizeRelations(dict(sizes))
     if len(moved) > 8:
         return None
     terms: list[tuple[str, ...]] = [()]
@@ -256,8 +380,8 @@ def _linear_fit(buffer: str, moved: list[str], sizes: dict[str, int],
     rows = [(s, e) for s, e in samples if e is not None]
     seed = 2
     while runner.runs < MAX_RUNS and (len(rows) < len(terms) + 2 or np.linalg.matrix_rank(
-            matrix(rows[:-2])) < len(terms)):
-        at = _another(sizes, seed, coupled)
+            matrix(rows[:-2])) < len(terms)) and seed < 2 + 4 * MAX_RUNS:
+        at = rel.keep(_another(sizes, seed, coupled))
         seed += 1
         got = runner.extents(at)
         if got is not None:
@@ -276,18 +400,8 @@ def _linear_fit(buffer: str, moved: list[str], sizes: dict[str, int],
     if denominator is None:
         return None
     ints = np.rint(coef * denominator).astype(int)
-    expr = ""
-    for c, t in sorted(zip(ints.tolist(), terms, strict=True), key=lambda ct: (ct[0] < 0,
-                                                                               -len(ct[1]))):
-        if c == 0:
-            continue
-        body = " * ".join(t)
-        mag = str(abs(c)) if not t else body if abs(c) == 1 else f"{abs(c)} * {body}"
-        expr += (f" - {mag}" if c < 0 else f" + {mag}") if expr else (f"-{mag}" if c < 0
-                                                                      else mag)
-    expr = expr or "0"
-    if denominator > 1:
-        expr = f"({expr}) // {denominator}"
+    expr = _expr(rel.rewrite([(int(c), t) for c, t in zip(ints.tolist(), terms, strict=True)
+                              if c]), denominator)
     if any(_value(expr, s) != e[buffer] for s, e in rows):
         return None
     return expr

@@ -69,7 +69,9 @@ class MetalSpec(BaseModel):
 
 class FieldSpec(BaseModel):
     """One field of a struct parameter (runners/structs.py): a scalar or fixed array with its
-    value (a size expression or number; a list for an array), or a nested struct."""
+    value (a size expression or number; a list for an array), a nested struct, or a pointer
+    (dtype "pointer", no value: the array it points at is the argument whose `field` names it,
+    or nullptr when none does)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     name: str
@@ -84,6 +86,11 @@ class FieldSpec(BaseModel):
             if self.dtype or self.value is not None:
                 raise ValueError(f"field {self.name!r}: a nested struct has `fields`, not "
                                  "`dtype` or `value`")
+            return self
+        if self.dtype == "pointer":
+            if self.value is not None or self.count != 1:
+                raise ValueError(f"field {self.name!r}: a pointer field has no `value` or "
+                                 "`count` (its array is the argument whose `field` names it)")
             return self
         known_dtype(self.dtype)
         if self.value is None:
@@ -108,6 +115,10 @@ class ArgSpec(BaseModel):
     fields: list[FieldSpec] = Field(default_factory=list)
     # an input pointer passed as nullptr (CUDA) / absent (the port's KP_HAS_<name> is false)
     null: bool = False
+    # the array a struct argument's pointer field points at: "STRUCT.FIELD" ("params.x_ptr")
+    field: str = ""
+    # a scalar whose `value` is its C++ default value: the package's run() may omit it
+    default: bool = False
     # the shape is kport's flat guess, not measured (docs/corpus.md): big enough for the
     # oracle's inputs, but a package does not hold a caller's array to it
     shape_guessed: bool = False
@@ -118,9 +129,11 @@ class ArgSpec(BaseModel):
     @classmethod
     def _known_init(cls, v: str) -> str:
         if not re.fullmatch(r"normal|uniform|zeros|ones|arange|randint:-?\d+:-?\d+|"
-                            r"uniform:-?[\d.]+:-?[\d.]+|normal:[\d.]+", v):
+                            r"uniform:-?[\d.]+:-?[\d.]+|normal:[\d.]+|full:-?[\d.]+|"
+                            r"offsets:[\w ()*+/%-]+", v):
             raise ValueError(f"unknown init {v!r}; one of normal, normal:SCALE, uniform, "
-                             "uniform:LO:HI, randint:LO:HI, zeros, ones, arange")
+                             "uniform:LO:HI, randint:LO:HI, zeros, ones, full:V, arange, "
+                             "offsets:END")
         kind, *bounds = v.split(":")
         if kind in ("uniform", "randint") and bounds and not float(bounds[0]) < float(bounds[1]):
             raise ValueError(f"init {v!r}: LO must be below HI")
@@ -247,6 +260,20 @@ class CaseSpec(BaseModel):
                 if name not in arrays and base not in arrays:
                     raise ValueError(f"metal.outputs: {name!r} names no array argument "
                                      "(an inout argument X is returned as X_out)")
+        by_name = {a.name: a for a in self.args}
+        pointed = [a.field for a in self.args if a.field]
+        if len(set(pointed)) != len(pointed):
+            raise ValueError("two arguments name the same struct pointer field")
+        for arg in self.args:
+            if not arg.field:
+                continue
+            struct, _, path = arg.field.partition(".")
+            owner = by_name.get(struct)
+            if owner is None or not owner.fields or arg.role == "scalar" or not any(
+                    f.name == path and f.dtype == "pointer" for f in owner.fields):
+                raise ValueError(f"args.{arg.name}.field: {arg.field!r} names no pointer "
+                                 "field of a struct argument (STRUCT.FIELD, a field of dtype "
+                                 "\"pointer\")")
         for variant in self.variants:
             unknown = set(variant) - set(self.sizes)
             if unknown:

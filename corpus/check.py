@@ -88,10 +88,27 @@ def make_inputs(case: CaseSpec, sizes: dict[str, int], seed: int) -> dict:
             data = rng.integers(int(params[0]), int(params[1]), shape)
         elif kind == "arange":
             data = np.arange(int(np.prod(shape))).reshape(shape)
+        elif kind == "offsets":
+            end = int(evaluate(":".join(params), sizes, where + ".init"))
+            data = csr_offsets(int(np.prod(shape)), end, rng).reshape(shape)
+        elif kind == "full":
+            data = np.full(shape, float(params[0]))
         else:
             data = np.full(shape, 1 if kind == "ones" else 0)
         values[arg.name] = _bf16_bits(data) if arg.dtype == "bfloat16" else data.astype(storage)
     return values
+
+
+def csr_offsets(count: int, end: int, rng: np.random.Generator) -> np.ndarray:
+    """``count`` sorted offsets from 0 to ``end`` (CSR row pointers: ``count - 1`` segments
+    that cover 0..end), the inner ones distinct while ``end`` leaves room."""
+    out, end = np.zeros(max(count, 0), np.int64), max(end, 0)
+    if count >= 2:
+        inner = count - 2
+        pool = np.arange(1, end) if end - 1 >= inner else np.arange(0, end + 1)
+        out[1:-1] = np.sort(rng.choice(pool, inner, replace=len(pool) < inner)) if inner else []
+        out[-1] = end
+    return out
 
 
 def struct_input(arg, sizes: dict[str, int], given: dict, where: str) -> np.ndarray:
@@ -116,9 +133,10 @@ def run_cuda(case: CaseSpec, sizes: dict[str, int], inputs: dict):
     """Run the CUDA kernel in cuda_sim; returns (outputs by name, record)."""
     where = f"{case.folder / 'case.toml'}: cuda"
     by_name = {a.name: a for a in case.args}
-    args = [structs.struct_value(by_name[k].layout(), v) if k in by_name and by_name[k].fields
+    copies = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
+    args = [_struct_arg(case, by_name[k], v, copies) if k in by_name and by_name[k].fields
             else np.uint64(0) if k in by_name and by_name[k].null  # a null pointer's bytes
-            else v.copy() if isinstance(v, np.ndarray) else v for k, v in inputs.items()]
+            else v for k, v in copies.items() if not (k in by_name and by_name[k].field)]
     kernel = runners.get("cuda_sim").kernel((case.folder / case.cuda.source).read_text(),
                                             case.cuda.kernel, options=(f"-I{case.folder}",),
                                             filename=case.cuda.source)
@@ -126,8 +144,17 @@ def run_cuda(case: CaseSpec, sizes: dict[str, int], inputs: dict):
     block = launch_dims(case.cuda.block, sizes, where + ".block")
     smem = int(evaluate(case.cuda.shared_mem, sizes, where + ".shared_mem"))
     record = kernel.launch(grid, block, args, shared_mem=smem)
-    outs = {a.name: v for a, v in zip(case.args, args, strict=True) if a.role in ("out", "inout")}
+    outs = {a.name: copies[a.name] for a in case.args if a.role in ("out", "inout")}
     return outs, record
+
+
+def _struct_arg(case: CaseSpec, arg, value: np.ndarray, arrays: dict):
+    """A struct argument as cuda_sim takes it: its record, its pointer fields pointing at the
+    arrays of the arguments that name them (``arrays``; a null one stays nullptr)."""
+    pointed = {a.field.partition(".")[2]: None if a.null else arrays[a.name]
+               for a in case.args if a.field.partition(".")[0] == arg.name}
+    return structs.with_pointers(arg.layout(), structs.struct_value(arg.layout(), value),
+                                 pointed)
 
 
 def run_reference(case: CaseSpec, sizes: dict[str, int], inputs: dict) -> dict:
@@ -285,6 +312,9 @@ def compare(case: CaseSpec, want: dict, got: dict) -> tuple[bool, float, str]:
             return False, worst, f"{name}: shape {g.shape}, expected {e.shape}"
         if np.isnan(g).any() and not np.isnan(e).any():
             return False, worst, f"{name}: NaN in the result (an unwritten output?)"
+        if _poisoned(np.asarray(got[name]), dtype, np.asarray(expected)):
+            return False, worst, (f"{name}: metal_sim's fill of fresh outputs (0xBE bytes) "
+                                  "in the result (an unwritten output?)")
         diff = np.abs(e - g)
         worst = max(worst, float(np.nanmax(diff, initial=0.0)))
         bad = ~np.isclose(g, e, rtol=case.check.rtol, atol=case.check.atol, equal_nan=True)
@@ -294,6 +324,18 @@ def compare(case: CaseSpec, want: dict, got: dict) -> tuple[bool, float, str]:
                                   f"first at {tuple(int(i) for i in first)}: "
                                   f"{g[first]:.6g} vs {e[first]:.6g}")
     return True, worst, ""
+
+
+def _poisoned(got: np.ndarray, dtype: str, want: np.ndarray) -> bool:
+    """Whether an integer output holds metal_sim's fill of fresh outputs (runners.dtypes.
+    poison: 0xBE bytes) where the oracle has something else: elements the port never wrote."""
+    storage = np.dtype(DTYPES[dtype][0]) if dtype in DTYPES else got.dtype
+    if storage.kind not in "iu" or dtype == "bfloat16" or got.dtype != storage:
+        return False
+    mark = np.frombuffer(b"\xbe" * storage.itemsize, storage)[0]
+    flat_got, flat_want = got.reshape(-1), want.reshape(-1)
+    return flat_got.size == flat_want.size and bool(
+        ((flat_got == mark) & (flat_want != mark)).any())
 
 
 def check_case(case: CaseSpec, seeds: int | None = None) -> list[Outcome]:

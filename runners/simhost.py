@@ -61,12 +61,16 @@ class BufferArg:
     name: str
     data: np.ndarray  # contents before the launch; written-back buffers are re-read after
     mode: str  # in | out | inout
+    # held by a struct argument's pointer field (ScalarArg.pointers), not a kernel argument
+    detached: bool = False
 
 
 @dataclass
 class ScalarArg:
     name: str
     raw: bytes
+    # a struct's pointer fields: (byte offset, name of the detached BufferArg it points at)
+    pointers: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass
@@ -243,9 +247,11 @@ def run_launch(library: Path, spec: LaunchSpec, args: list[BufferArg | ScalarArg
                 path = work / f"buf{i}.bin"
                 np.ascontiguousarray(arg.data).tofile(path)
                 lines.append(f"buffer {arg.name} {arg.data.itemsize} {arg.data.nbytes} "
-                             f"{arg.mode} {path}")
+                             f"{arg.mode} {path}" + (" detached" if arg.detached else ""))
             else:
                 lines.append(f"scalar {arg.name} {arg.raw.hex() or '00'}")
+                lines += [f"pointer {arg.name} {offset} {target}"
+                          for offset, target in arg.pointers]
         (work / "request.txt").write_text("\n".join(lines) + "\n")
         # Address space, not memory: each worker reserves ~1.2 GB of guarded fiber stacks.
         limits = Limits(memory=6 * buffer_bytes + (4 << 30) + threads * (3 << 29),

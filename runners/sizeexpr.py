@@ -23,7 +23,24 @@ _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
         ast.BitAnd: operator.and_, ast.BitOr: operator.or_, ast.BitXor: operator.xor}
 _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
             ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge}
-_FUNCS = {"min": min, "max": max, "ceil_div": lambda a, b: -(-a // b)}
+def _ceil_log2(d: int) -> int:
+    """The smallest L (at most 32) with 2**L >= d."""
+    return next((n for n in range(33) if (1 << n) >= d), 32)
+
+
+def _fastdiv_mult(d: int) -> int:
+    """The 32-bit multiplier of division by the invariant integer d (Granlund and Montgomery,
+    as llama.cpp's init_fastdiv_values computes it): n / d == (umulhi(n, m) + n) >> L with
+    L = ceil_log2(d) for every 32-bit n."""
+    if d < 1:
+        raise ValueError("fastdiv_mult needs a divisor of at least 1")
+    return ((1 << 32) * ((1 << _ceil_log2(d)) - d) // d + 1) & 0xFFFFFFFF
+
+
+_FUNCS = {"min": min, "max": max, "ceil_div": lambda a, b: -(-a // b),
+          "ceil_log2": _ceil_log2, "fastdiv_mult": _fastdiv_mult}
+_ONE_ARG = {"ceil_log2", "fastdiv_mult"}
+FUNCTIONS = frozenset(_FUNCS)  # the function names an expression may call
 
 
 # Bounds that keep an expression cheap: "n ** 9 ** 9" must fail at once, not hang.
@@ -81,6 +98,10 @@ def evaluate(expr, sizes: dict, where: str = "") -> int | float | bool:
                     raise SizeExprError(f"{where}: {expr!r}: ceil_div takes two arguments")
                 if args[1] == 0:
                     raise SizeExprError(f"{where}: {expr!r} divides by zero")
+            elif node.func.id in _ONE_ARG:
+                if len(args) != 1 or not isinstance(args[0], int) or args[0] < 1:
+                    raise SizeExprError(f"{where}: {expr!r}: {node.func.id} takes one "
+                                        "integer of at least 1")
             elif len(args) < 2:
                 raise SizeExprError(f"{where}: {expr!r}: {node.func.id} takes two or more "
                                 "arguments")
@@ -100,7 +121,7 @@ def evaluate(expr, sizes: dict, where: str = "") -> int | float | bool:
             return walk(node.body) if walk(node.test) else walk(node.orelse)
         raise SizeExprError(f"{where}: cannot evaluate {expr!r}: use numbers, size names "
                         f"({', '.join(sizes)}), + - * // % / ** << >> & | ^, min, max, "
-                        "ceil_div, comparisons, and/or/not, a if c else b")
+                        "ceil_div, ceil_log2, fastdiv_mult, comparisons, and/or/not, a if c else b")
 
     text = str(expr)
     if len(text) > MAX_EXPR_CHARS:

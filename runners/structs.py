@@ -3,7 +3,12 @@ llama.cpp's ``soft_max_params``). The struct travels as its bytes: to cuda_sim a
 itself, to Metal as a uint8 buffer the port reads back as the struct. Both sides lay a struct
 of scalars and fixed arrays out as C does (each field at its natural alignment, the size a
 multiple of the largest), which is numpy's ``align=True``; fields whose layout differs
-(pointers, 3-vectors) are refused before a case is written (agent/translate/analyze.py).
+(3-vectors) are refused before a case is written (agent/translate/analyze.py).
+
+A pointer field (dtype ``"pointer"``, 8 bytes, as on every 64-bit CUDA host) holds no value of
+its own: cuda_sim writes the address of the array the field points at into the struct's bytes
+(``WithPointers``), and the Metal port takes that array as a buffer of its own, so the bytes
+the port reads keep a zero there.
 
 A field is ``{"name", "dtype"}``, with ``"count"`` for an array and ``"fields"`` (and no
 dtype) for a nested struct; ``"value"`` is a default. generated kernel.py files carry a copy of
@@ -12,11 +17,13 @@ this code.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 _FORMATS = {"float32": "<f4", "float16": "<f2", "bfloat16": "<u2", "bool": "?", "int8": "i1",
             "uint8": "u1", "int16": "<i2", "uint16": "<u2", "int32": "<i4", "uint32": "<u4",
-            "int64": "<i8", "uint64": "<u8"}
+            "int64": "<i8", "uint64": "<u8", "pointer": "<u8"}
 MIN_STRUCT_BUFFER = 8  # MLX passes an input of fewer elements in constant memory, not device
 
 
@@ -45,6 +52,43 @@ def struct_bytes(fields: list[dict], values: dict, value_of) -> np.ndarray:
     return np.concatenate([raw, np.zeros(max(0, MIN_STRUCT_BUFFER - raw.size), np.uint8)])
 
 
+class WithPointers(NamedTuple):
+    """A struct argument for cuda_sim whose pointer fields point at arrays: by field path
+    ("x_ptr", "inner.y"), its byte offset in ``value`` and the array (None: nullptr). The
+    arrays are updated in place, as array arguments are."""
+
+    value: np.void
+    arrays: dict[str, tuple[int, np.ndarray | None]]
+
+
+def pointer_offsets(fields: list[dict]) -> dict[str, int]:
+    """Each pointer field's path ("x_ptr", "inner.y") and byte offset in the struct."""
+    out: dict[str, int] = {}
+
+    def walk(fs: list[dict], base: int, path: str) -> None:
+        dtype = struct_dtype(fs)
+        for f in fs:
+            offset = base + dtype.fields[f["name"]][1]
+            if f.get("fields"):
+                walk(f["fields"], offset, f"{path}{f['name']}.")
+            elif f.get("dtype") == "pointer":
+                out[f"{path}{f['name']}"] = offset
+
+    walk(fields, 0, "")
+    return out
+
+
+def with_pointers(fields: list[dict], record: np.void,
+                  arrays: dict[str, np.ndarray | None]) -> np.void | WithPointers:
+    """The argument cuda_sim takes for a struct: the record itself, or with its pointer fields
+    pointing at ``arrays`` (by field path; a field not there is nullptr)."""
+    offsets = pointer_offsets(fields)
+    if not offsets:
+        return record
+    return WithPointers(record, {path: (offset, arrays.get(path))
+                                 for path, offset in offsets.items()})
+
+
 def struct_value(fields: list[dict], data: np.ndarray) -> np.void:
     """The struct (a numpy record, as cuda_sim passes a parameter by value) from its bytes."""
     dtype = struct_dtype(fields)
@@ -65,6 +109,8 @@ def _fill(record, fields: list[dict], values: dict, value_of, path: str) -> None
         if f.get("fields"):
             _fill(record[f["name"]], f["fields"], values.get(f["name"], {}), value_of,
                   where + ".")
+            continue
+        if f["dtype"] == "pointer":  # its address is no value here (WithPointers)
             continue
         if f["name"] in values:
             value = values[f["name"]]

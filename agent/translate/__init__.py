@@ -18,11 +18,14 @@ from dataclasses import dataclass, field
 from agent.translate.analyze import (
     C_TYPE_NAMES,
     TYPE_DTYPES,
+    VECTOR_TYPE,
     KernelInfo,
     TranslateError,
     analyze_kernel,
 )
+from agent.translate.atomics import WIDE_INTS
 from agent.translate.emit import _SCALAR_KIND, ATTRIBUTES, Context, Emitter
+from agent.translate.folding import constexpr_values
 from agent.translate.helpers import HELPERS
 from kb.concepts import load_rules
 from kb.rewrites import load_rewrites
@@ -74,6 +77,9 @@ class Translation:
     structs: dict[str, tuple[str, list[dict]]] = field(default_factory=dict)
     nullable: list[str] = field(default_factory=list)  # inputs that may be null (KP_HAS_<name>)
     struct_problems: dict[str, str] = field(default_factory=dict)  # why a struct cannot pass
+    # a struct's pointer fields made buffers (pointer_fields.py): buffer -> "STRUCT.FIELD"
+    flat: dict[str, str] = field(default_factory=dict)
+    defaults: dict[str, str] = field(default_factory=dict)  # scalar -> its C++ default value
 
     @property
     def coverage(self) -> float:
@@ -133,7 +139,7 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
     ``strict=False`` leaves template parameters without values symbolic (for coverage counts).
     ``origin`` (runners.cuda_sim.reading.SourceView's) gives the file and line each line of
     ``src`` came from: each TODO then names them."""
-    info = analyze_kernel(src, kernel, where, roles, strict)
+    info = analyze_kernel(src, kernel, where, roles, strict, flatten=True)
     table = load_rewrites()
     ctx = Context(table=table, constructs=constructs())
     ctx.device_ptrs = {p.name for p in info.params if p.pointer}
@@ -157,6 +163,13 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
     ctx.param_types = {p: f"threadgroup {ty}*" for p, (_, _, ty, _) in info.hoisted.items()}
     ctx.hoisted_locals = {(f, local): p for p, (f, local, _, _) in info.hoisted.items()}
     ctx.tg_params = {fn: set(ix) for fn, ix in info.threadgroup_params.items()}
+    ctx.wide = {p.name for p in info.params if p.pointer and p.type in WIDE_INTS}
+    root = info.kernel_node
+    while root.parent is not None:
+        root = root.parent
+    ctx.file_constants = constexpr_values(root, info.data, {})
+    ctx.kernel_constants = constexpr_values(info.kernel_node, info.data, ctx.file_constants | {
+        name: value for name, value in info.template if isinstance(value, int)})
     if info.extern_shared:
         ctx.smem_sizes = {name: f"KP_SMEM_BYTES / sizeof({ty})"
                           for name, ty in info.extern_shared.items()}
@@ -190,10 +203,11 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
     # helpers' __shared__ arrays live in the kernel (MSL declares threadgroup memory there)
     body = "".join(f"threadgroup {ty} {p}{dims};\n"
                    for p, (_, _, ty, dims) in info.hoisted.items()) + body
-    head = "".join(f"const {ty} {name}_kport = *reinterpret_cast<const device {ty}*>"
-                   f"({name});\n" for name, (ty, _) in info.struct_params.items())
+    head = "".join(f"const {_packed(ty)} {name}_kport = *reinterpret_cast<const device "
+                   f"{_packed(ty)}*>({name});\n" for name, (ty, _) in info.struct_params.items())
     head += "".join(f"auto {name}_kport = {name};\n" for name in nullable)
-    inner = "".join(f"const {ty} {name} = {name}_kport;\n"
+    inner = "".join(f"const {ty} {name} = {ty}({name}_kport);\n" if VECTOR_TYPE.fullmatch(ty)
+                    else f"const {ty} {name} = {name}_kport;\n"
                     for name, (ty, _) in info.struct_params.items())
     inner += "".join(f"decltype({name}_kport) {name} = KP_HAS_{name} ? {name}_kport : nullptr;\n"
                      for name in nullable)
@@ -232,14 +246,30 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
         mapped=ctx.mapped, unmapped=ctx.todo, rules_used=sorted(ctx.rules_used),
         notes=list(info.notes), guessed=list(info.guessed), structs=dict(info.struct_params),
         nullable=[n for n in info.nullable if info.roles.get(n) == "in"],
-        struct_problems=dict(info.struct_problems))
+        struct_problems=dict(info.struct_problems),
+        flat={f.name: f"{f.param}.{f.path}" for f in info.flat},
+        defaults={p.name: p.default for p in info.params if p.default and not p.pointer})
+    if info.flat:
+        ctx.rules_used.add("types.struct_pointer_field")
+        tr.rules_used = sorted(ctx.rules_used)
     if tr.atomic_outputs:
         tr.init_value = 0.0
         tr.notes.append("outputs are atomic (MLX atomic_outputs=True) and start at 0 "
                         "(init_value=0, as a cudaMemset before the launch would)")
+    elif viewed := sorted(info.atomic_views & set(info.outputs_cuda)):
+        tr.init_value = 0.0
+        tr.notes.append(f"atomics reach {', '.join(viewed)} through a cast: the buffer stays "
+                        "plain, viewed as atomic where they do (atomics.narrow_view); outputs "
+                        "start at 0 (init_value=0, as a cudaMemset before the launch would)")
     if info.extern_shared:
         tr.template["KP_SMEM_BYTES"] = str(shared_mem)
     return tr
+
+
+def _packed(ty: str) -> str:
+    """How the port reads a by-value parameter's bytes: a CUDA vector as Metal's packed_
+    vector (CUDA's layout), a struct as itself."""
+    return f"packed_{ty}" if VECTOR_TYPE.fullmatch(ty) else ty
 
 
 def _signature_todos(info: KernelInfo, ctx: Context) -> None:

@@ -10,13 +10,17 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from agent.translate.atomics import WIDE_INTS, view_cast
+from agent.translate.closure import header_nodes
 from agent.translate.macros import (
     blank_qualifier_macros,
     defined_macros,
     expand_unbalanced_macros,
     template_parts,
 )
-from kb.parse import declarator_name, parse
+from agent.translate.pointer_fields import flatten as flatten_pointer_fields
+from agent.translate.tree import _device_code, _fn_name, _text, _walk
+from kb.parse import parse
 from kb.rewrites import load_rewrites
 from runners.errors import KportError
 from runners.metal_sim.codegen import ATTRIBUTE_VALUES
@@ -48,6 +52,7 @@ class Param:
     type: str  # element type for pointers, the type for scalars
     pointer: bool
     const: bool
+    default: str | None = None  # a C++ default value as written (`= 2.0f`)
 
 
 @dataclass
@@ -69,6 +74,7 @@ class KernelInfo:
     extern_shared: dict[str, str] = field(default_factory=dict)
     atomic_names: set[str] = field(default_factory=set)
     atomic_scalars: set[str] = field(default_factory=set)
+    atomic_views: set[str] = field(default_factory=set)  # buffers an atomic reaches by a cast
     first_write: dict[str, int] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)
     split_params: dict[str, set[int]] = field(default_factory=dict)
@@ -87,33 +93,12 @@ class KernelInfo:
     struct_params: dict[str, tuple[str, list[dict]]] = field(default_factory=dict)
     struct_problems: dict[str, str] = field(default_factory=dict)
     nullable: list[str] = field(default_factory=list)  # input pointers tested against null
+    flat: list = field(default_factory=list)  # pointer_fields.Flat: struct fields flattened
     # helpers' __shared__ arrays, declared in the kernel and passed in (_hoisted_shared)
     hoisted: dict[str, tuple[str, str, str, str]] = field(default_factory=dict)
 
 
 PARAMETER_NODES = ("parameter_declaration", "optional_parameter_declaration")
-
-
-def _text(n: Node, data: bytes) -> str:
-    return data[n.start_byte:n.end_byte].decode(errors="replace")
-
-
-def _walk(node: Node):
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(reversed(n.children))
-
-
-def _fn_name(fn: Node, data: bytes) -> str | None:
-    return declarator_name(fn, data)
-
-
-def _device_code(fn: Node, data: bytes) -> bool:
-    """Can device code call it: __global__/__device__ or constexpr (host-only ones cannot)."""
-    head = _text(fn, data).split("{", 1)[0].split()
-    return any(w in head for w in ("__device__", "__global__", "constexpr"))
 
 
 def _functions(root: Node, data: bytes) -> dict[str, tuple[Node, Node]]:
@@ -147,7 +132,9 @@ def _params(fn: Node, data: bytes) -> list[Param]:
         names = [n for n in _walk(p.child_by_field_name("declarator") or p)
                  if n.type == "identifier"]
         if names:
-            out.append(Param(_text(names[-1], data), ty, pointer, const and pointer))
+            value = p.child_by_field_name("default_value")
+            out.append(Param(_text(names[-1], data), ty, pointer, const and pointer,
+                             _text(value, data) if value is not None else None))
     return out
 
 
@@ -259,8 +246,15 @@ def struct_fields(root: Node, data: bytes, name: str, aliases: dict[str, str],
         for _ in range(4):
             spelled = " ".join(aliases.get(spelled, spelled).split())
         for d in f.children_by_field_name("declarator"):
-            if any(x.type in ("pointer_declarator", "reference_declarator") for x in _walk(d)):
-                return f"struct {name}: field {_text(d, data)!r} is a pointer (not passed yet)"
+            kinds = [x.type for x in _walk(d)]
+            if "reference_declarator" in kinds or kinds.count("pointer_declarator") > 1 or (
+                    "pointer_declarator" in kinds and "array_declarator" in kinds):
+                return f"struct {name}: field {_text(d, data)!r} is not passed yet"
+            if "pointer_declarator" in kinds:  # its array is passed apart (pointer_fields.py)
+                leaf = [x for x in _walk(d) if x.type == "field_identifier"]
+                out.append({"name": _text(leaf[-1], data), "dtype": "pointer",
+                            "pointee": _text(ty, data) if ty else "void"})
+                continue
             count, leaf = 1, d
             while leaf.type == "array_declarator":
                 size = leaf.child_by_field_name("size")
@@ -288,6 +282,37 @@ def struct_fields(root: Node, data: bytes, name: str, aliases: dict[str, str],
                 entry["fields"] = nested
             out.append(entry)
     return out or f"struct {name} has no fields"
+
+
+# CUDA vector types passed by value: their bytes as C lays out x, y, z (w); Metal reads them as
+# its packed_ type (uint3 is 12 bytes in CUDA, 16 in Metal's unpacked form)
+VECTOR_TYPE = re.compile(r"(u?char|u?short|u?int|float)([234])")
+_VECTOR_BASE = {"char": "int8", "uchar": "uint8", "short": "int16", "ushort": "uint16",
+                "int": "int32", "uint": "uint32", "float": "float32"}
+
+
+def _struct_params(root: Node, data: bytes, params: list[Param], bound: set[str]
+                   ) -> tuple[dict[str, tuple[str, list[dict]]], dict[str, str]]:
+    """The struct parameters passed by value (each travels as its bytes: an input array):
+    name -> (C type, fields); and why each other one cannot be passed."""
+    passed, problems = {}, {}
+    aliases = None  # read once, when a parameter may be a struct
+    for p in params:
+        spelled = " ".join(p.type.replace("const", " ").replace("struct ", " ").split())
+        vector = VECTOR_TYPE.fullmatch(spelled)
+        if not p.pointer and vector:  # a CUDA vector (uint3 fast-division constants)
+            passed[p.name] = (spelled, [{"name": c, "dtype": _VECTOR_BASE[vector[1]]}
+                                        for c in "xyzw"[:int(vector[2])]])
+            continue
+        if not p.pointer and spelled not in TYPE_DTYPES and spelled not in C_TYPE_NAMES \
+                and spelled not in bound and not spelled.startswith("enum "):
+            aliases = _type_aliases(root, data) if aliases is None else aliases
+            fields = struct_fields(root, data, spelled, aliases)
+            if isinstance(fields, list):
+                passed[p.name] = (spelled, fields)
+            else:
+                problems[p.name] = fields
+    return passed, problems
 
 
 def template_params(src: str, kernel: str) -> list[tuple[str, bool, str | None]] | None:
@@ -333,9 +358,10 @@ def _template(outer: Node, spec_args: list[str], data: bytes, where: str,
 
 
 def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | None = None,
-                   strict: bool = True) -> KernelInfo:
+                   strict: bool = True, flatten: bool = False) -> KernelInfo:
     """Everything the emitter needs about ``kernel`` in ``src``; TranslateError when it is not
-    there."""
+    there. ``flatten``: a struct parameter's pointer fields become buffer parameters of their
+    own (pointer_fields.py; what the translator needs, not the CUDA closure)."""
     data = blank_qualifier_macros(expand_unbalanced_macros(src)).encode()
     root = parse(data, "cuda")
     name, spec_args = template_parts(kernel)
@@ -347,6 +373,19 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
                              f"{', '.join(kernels) or 'none'}")
     kfn, kouter = funcs[name]
     params = _params(kfn, data)
+    flats, flat_problems, structs = [], {}, {}
+    if flatten:
+        template = _template(kouter, spec_args, data, where, strict)
+        structs, _ = _struct_params(root, data, params, {n for n, _ in template})
+        flattened, flats, flat_problems = flatten_pointer_fields(
+            data, root, kfn, structs, template, set(TYPE_DTYPES) | {"size_t"},
+            {_text(x, data) for x in _walk(kfn) if x.type == "identifier"})
+        if flattened != data:
+            data = flattened
+            root = parse(data, "cuda")
+            funcs = _functions(root, data)
+            kfn, kouter = funcs[name]
+            params = _params(kfn, data)
     body = kfn.child_by_field_name("body")
     # the functions the kernel calls, transitively, callees first
     order: list[str] = []
@@ -373,7 +412,10 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
     info = KernelInfo(data, name, kfn, kouter, params, {}, {}, [], [], [], [], [],
                       _template(kouter, spec_args, data, where, strict))
     written: dict[str, int] = {}
-    read: set[str] = set()
+    read: dict[str, int] = {}  # the first place each is read (a byte offset)
+
+    def note_read(name: str, node: Node) -> None:
+        read[name] = min(read.get(name, node.start_byte), node.start_byte)
     atomic_roots: set[str] = set()
     pointer_params = {p.name for p in params if p.pointer}
     for n in _walk(body):
@@ -386,7 +428,7 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
                 written[r] = min(written.get(r, n.end_byte), n.end_byte)
                 op = n.child_by_field_name("operator")
                 if n.type == "update_expression" or (op is not None and _text(op, data) != "="):
-                    read.add(r)
+                    note_read(r, n)
         elif n.type == "call_expression":
             f = n.child_by_field_name("function")
             fname = _text(f, data) if f is not None else ""
@@ -394,13 +436,13 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
                                 if n.child_by_field_name("arguments") else [])]
             if fname in load_rewrites().atomics and args:
                 r = root_name(args[0], data)
-                if r:
-                    atomic_roots.add(r)
+                if r:  # through a cast (`(int *) dst`) the buffer stays plain: a view of it
+                    (info.atomic_views if view_cast(args[0], data) else atomic_roots).add(r)
                     written[r] = min(written.get(r, n.end_byte), n.end_byte)
             for i in writes_through.get(fname, ()):
                 if i < len(args) and (r := root_name(args[i], data)):
                     written[r] = min(written.get(r, n.end_byte), n.end_byte)
-                    read.add(r)
+                    note_read(r, n)
         elif n.type == "subscript_expression" or (n.type == "pointer_expression"
                                                   and _text(n, data).startswith("*")):
             r = root_name(n, data)
@@ -411,7 +453,7 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
             addressed = p is not None and p.type == "pointer_expression" and \
                 _text(p, data).startswith("&")
             if r and not stored and not addressed:
-                read.add(r)
+                note_read(r, n)
         elif n.type == "declaration" and "__shared__" in _text(n, data):
             _shared_decl(n, data, info)
     for cname in order:  # shared memory declared inside the functions the kernel calls
@@ -434,19 +476,15 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
         if alias in written:
             written[target] = min(written.get(target, written[alias]), written[alias])
         if alias in read:
-            read.add(target)
-    aliases = None  # read once, when a parameter may be a struct
-    bound = {n for n, _ in info.template}
-    for p in params:  # a struct by value travels as its bytes: an input array
-        spelled = " ".join(p.type.replace("const", " ").replace("struct ", " ").split())
-        if not p.pointer and spelled not in TYPE_DTYPES and spelled not in C_TYPE_NAMES \
-                and spelled not in bound and not spelled.startswith("enum "):
-            aliases = _type_aliases(root, data) if aliases is None else aliases
-            fields = struct_fields(root, data, spelled, aliases)
-            if isinstance(fields, list):
-                info.struct_params[p.name] = (spelled, fields)
-            else:
-                info.struct_problems[p.name] = fields
+            read[target] = min(read.get(target, read[alias]), read[alias])
+    info.struct_params, info.struct_problems = _struct_params(
+        root, data, params, {n for n, _ in info.template})
+    for param, why in flat_problems.items():
+        info.struct_problems[param] = why
+        info.struct_params.pop(param, None)
+    for param in info.struct_params:  # the fields as declared: pointers still pointers
+        info.struct_params[param] = structs[param] if flatten else info.struct_params[param]
+    info.flat = flats
     body_text = _text(body, data)
     for p in params:  # `mask != nullptr`, `if (mask)`, `mask ? a : b`: it may be null
         n = r"(?<![\w.>])" + re.escape(p.name) + r"\b"  # the name, not a member `v.x`
@@ -467,9 +505,12 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
         elif p.const or p.name not in written:
             role = "in"
         else:
-            role = "inout" if p.name in read else "out"
-            info.guessed.append(f"{p.name}: role {role} (non-const pointer, "
-                                f"{'read and ' if role == 'inout' else ''}written)")
+            # read only after its first write (group_norm's `dst[j] *= scale` after `dst[j] =
+            # ...`): the kernel reads what it wrote, so the caller gives no data for it
+            role = "inout" if read.get(p.name, body.end_byte) < written[p.name] else "out"
+            info.guessed.append(f"{p.name}: role {role} (non-const pointer, " + (
+                "read and written)" if role == "inout" else "written before any read)"
+                if p.name in read else "written)"))
         info.roles[p.name] = role
     for p in params:
         role = info.roles[p.name]
@@ -524,7 +565,8 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
                     if t is not None and root_name(t, data) == pname:
                         first = min(first, m.end_byte)
             info.first_write[pname] = first
-    for r in atomic_roots:
+    wide = {p.name for p in params if p.pointer and p.type in WIDE_INTS}
+    for r in atomic_roots - wide:  # Metal has no 64-bit atomic outputs: the call is a TODO
         if info.roles.get(r) in ("out", "inout"):
             info.atomic_names |= {p for p, role in info.roles.items() if role in ("out",)}
             info.atomic_names.add(r)
@@ -539,11 +581,12 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
     info.macros = defined_macros(src)
     info.hoisted = _hoisted_shared(callee_nodes, data)
     info.attribute_params = _attribute_params(callee_nodes, order, data, info.hoisted)
-    info.threadgroup_params = _threadgroup_params(body, set(info.shared), data, funcs)
+    info.threadgroup_params = _threadgroup_params(body, _shared_pointers(body, info.shared,
+                                                                         data), data, funcs)
     for fname, local in {(f, local) for f, local, _, _ in info.hoisted.values()}:
         for callee, ix in _threadgroup_params(funcs[fname][0], {local}, data, funcs).items():
             info.threadgroup_params.setdefault(callee, set()).update(ix)
-    info.header_nodes = _header_nodes(root, data, kouter, set(order), [funcs[n][1] for n in order],
+    info.header_nodes = header_nodes(root, data, kouter, set(order), [funcs[n][1] for n in order],
                                       set(re.findall(r"[A-Za-z_]\w*", ",".join(spec_args))))
     return info
 
@@ -645,8 +688,10 @@ def _attribute_params(callees: dict[str, tuple[Node, Node]], order: list[str],
                 f = n.child_by_field_name("function")
                 args = n.child_by_field_name("arguments")
                 fname = _text(f, data) if f is not None else ""
-                if fname == "__shfl_sync" and args is not None and len(args.named_children) == 4:
-                    uses.add("thread_index_in_simdgroup")
+                nargs = len(args.named_children) if args is not None else 0
+                mapped = load_rewrites().calls.get((fname, nargs))
+                if mapped is not None:  # a mapping that reads a lane id (a width shuffle)
+                    uses |= {a for a in ATTRIBUTE_VALUES if re.search(rf"\b{a}\b", mapped.to)}
                 cs.add(fname.split("<")[0])
         direct[name], calls[name] = uses, cs
     total: dict[str, set[str]] = {}
@@ -655,6 +700,21 @@ def _attribute_params(callees: dict[str, tuple[Node, Node]], order: list[str],
         for c in calls[name]:
             total[name] |= total.get(c, set())
     return {n: sorted(a) for n, a in total.items() if a}
+
+
+def _shared_pointers(body: Node, shared: list[str], data: bytes) -> set[str]:
+    """``shared`` and the local pointers into it: ``float * buf = smem;``, transitively."""
+    out, more = set(shared), True
+    while more:
+        more = False
+        for n in _walk(body):
+            decl = n.child_by_field_name("declarator") if n.type == "init_declarator" else None
+            if decl is not None and decl.type == "pointer_declarator" and \
+                    root_name(n.child_by_field_name("value"), data) in out:
+                name = next(x for x in _walk(decl) if x.type == "identifier")
+                more = more or _text(name, data) not in out
+                out.add(_text(name, data))
+    return out
 
 
 def _threadgroup_params(body: Node, shared: set[str], data: bytes, funcs) -> dict[str, set[int]]:
@@ -669,91 +729,3 @@ def _threadgroup_params(body: Node, shared: set[str], data: bytes, funcs) -> dic
                     if root_name(a, data) in shared:
                         out.setdefault(fname, set()).add(i)
     return out
-
-
-def _declared_names(n: Node, data: bytes) -> set[str]:
-    """The names a file-scope item defines (not the ones it merely mentions)."""
-    while n.type == "template_declaration" and n.named_children:
-        n = n.named_children[-1]
-    if n.type in ("preproc_def", "preproc_function_def", "struct_specifier", "class_specifier",
-                  "enum_specifier", "alias_declaration", "namespace_alias_definition"):
-        name = n.child_by_field_name("name")
-        if name is not None and name.type == "template_type":  # a (partial) specialisation
-            name = name.child_by_field_name("name")
-        return {_text(name, data)} if name is not None else set()
-    out = set()
-    if n.type in ("declaration", "type_definition", "field_declaration"):
-        for c in n.named_children:
-            if c.type in ("struct_specifier", "class_specifier", "enum_specifier"):
-                out |= _declared_names(c, data)
-        for d in n.children_by_field_name("declarator"):
-            ids = [x for x in _walk(d) if x.type in ("identifier", "type_identifier",
-                                                      "field_identifier")]
-            if ids:
-                out.add(_text(ids[0], data))
-    if n.type == "function_definition":
-        name = _fn_name(n, data)
-        if name:
-            out.add(name)
-    return out
-
-
-def _leaf_names(node: Node, data: bytes) -> set[str]:
-    """The tokens under ``node``; a macro's body (one ``preproc_arg`` token to tree-sitter)
-    gives each identifier in it."""
-    out = set()
-    for n in _walk(node):
-        if n.child_count == 0:
-            text = _text(n, data)
-            out |= set(re.findall(r"[A-Za-z_]\w*", text)) if n.type == "preproc_arg" else {text}
-    return out
-
-
-def _header_nodes(root: Node, data: bytes, kernel: Node, callee_names: set[str],
-                  callees: list[Node], named: set[str] = frozenset()) -> list[Node]:
-    """File-scope items the kernel's code needs, in file order: the #defines, constants,
-    structs, typedefs and template prototypes it uses (and what those use), and every
-    definition or declaration of the functions it calls (overloads and specialisations)."""
-    items: list[Node] = []
-
-    def visit(parent: Node) -> None:
-        for n in parent.children:
-            if n.type in ("namespace_definition", "linkage_specification", "declaration_list"):
-                visit(n.child_by_field_name("body") or n)
-            elif n.type not in ("preproc_include", "comment", "using_declaration"):
-                items.append(n)
-
-    visit(root)
-    used = set(named)  # names the kernel's template arguments use
-    for fn in [kernel, *callees]:
-        used |= _leaf_names(fn, data)
-    # functions are kept when called, or named where code runs: in the kernel, a kept function
-    # (a function pointer, a template argument) or a kept macro's body; not because a kept type
-    # or constant mentions a name (that pulled host code in)
-    fn_names = set(callee_names) | used
-    keep: set[int] = set()
-    changed = True
-    while changed:  # what a kept item uses is needed too
-        changed = False
-        for i, n in enumerate(items):
-            if i in keep:
-                continue
-            inner = n
-            while inner.type == "template_declaration" and inner.named_children:
-                inner = inner.named_children[-1]
-            if inner.type == "function_definition":  # called, or named (a template argument,
-                # a macro's body, a function pointer)
-                wanted = (_fn_name(inner, data) in fn_names) and \
-                    _device_code(inner, data) and n is not kernel and \
-                    "__global__" not in _text(inner, data).split("(")[0]
-            else:
-                wanted = bool(_declared_names(n, data) & used) and \
-                    "__global__" not in _text(n, data)
-            if wanted:
-                keep.add(i)
-                used |= _leaf_names(n, data)
-                if n.type in ("preproc_def", "preproc_function_def") or \
-                        inner.type == "function_definition":
-                    fn_names |= _leaf_names(n, data)  # what a kept macro or function runs
-                changed = True
-    return [n for i, n in enumerate(items) if i in keep]

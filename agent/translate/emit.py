@@ -16,15 +16,17 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from agent.translate.analyze import PARAMETER_NODES, root_name
+from agent.translate.atomics import RELAXED, AtomicRewrites
+from agent.translate.folding import Value, constexpr_values, fold
 from agent.translate.helpers import HELPERS
-from kb.rewrites import Rewrite, RewriteTable
+from agent.translate.inplace import InPlace
+from kb.rewrites import RewriteTable
 from runners.metal_sim.codegen import ATTRIBUTES as MLX_ATTRIBUTES
 
 # Metal attribute names with their MLX types (MLX's own table, as metal_sim models it): MLX
 # declares them only for the kernel body, so header functions that use them get them as extra
 # parameters.
 ATTRIBUTES = dict(MLX_ATTRIBUTES)
-RELAXED = "memory_order_relaxed"
 
 # Scalar spellings (CUDA or Metal) -> one name per element type, to tell whether a vector of
 # them views an array element by element.
@@ -34,6 +36,7 @@ _SCALAR_KIND = {"float": "f32", "half": "f16", "__half": "f16", "bfloat": "bf16"
                 "int": "i32", "int32_t": "i32", "uint": "u32", "uint32_t": "u32",
                 "unsigned int": "u32", "unsigned": "u32", "short": "i16", "int16_t": "i16",
                 "ushort": "u16", "uint16_t": "u16"}
+SPACE_RULE = "memory.conditional_address_space"
 _NAMES = {"identifier", "type_identifier", "primitive_type", "field_identifier",
           "namespace_identifier"}
 
@@ -69,17 +72,25 @@ class Context:
     rules_used: set[str] = field(default_factory=set)
     macros: set[str] = field(default_factory=set)  # the user's #defines: never rewritten
     known: set[str] = field(default_factory=set)  # names the source declares (analyze)
+    wide: set[str] = field(default_factory=set)  # pointers to 64-bit integers
+    # values known at port time: file-scope constexprs; in the kernel also its template
+    # arguments and constexpr locals (folding.py)
+    file_constants: dict[str, Value] = field(default_factory=dict)
+    kernel_constants: dict[str, Value] = field(default_factory=dict)
 
 
-class Emitter:
+class Emitter(AtomicRewrites, InPlace):
     def __init__(self, data: bytes, ctx: Context, in_kernel: bool):
         self.data, self.ctx, self.in_kernel = data, ctx, in_kernel
+        self.replaced: dict[tuple[int, int], str] = {}  # (start, end byte) -> Metal text
 
     def text(self, n: Node) -> str:
         return self.data[n.start_byte:n.end_byte].decode(errors="replace")
 
     def emit(self, node: Node) -> str:
         """``node`` as Metal."""
+        if (node.start_byte, node.end_byte) in self.replaced:
+            return self.replaced[(node.start_byte, node.end_byte)]
         special = self._special(node)
         if special is not None:
             return special
@@ -210,6 +221,8 @@ class Emitter:
             return self._call(node)
         if t == "assignment_expression":
             return self._assignment(node)
+        if t == "conditional_expression":
+            return self._conditional(node)
         if t == "lambda_expression":  # MSL 3.1/3.2 have none; a rewrite needs the header
             return self._todo("lambda", "types.lambda", node, "MSL before 4.0 has no lambdas: "
                               "move it into a helper function in the header")
@@ -238,6 +251,53 @@ class Emitter:
             return ""
         return None
 
+    def _conditional(self, node: Node) -> str | None:
+        """``c ? a : b`` with ``a`` and ``b`` in different memories (MSL gives it no type):
+        the branch this instantiation takes when ``c`` is known at port time, else a TODO."""
+        kept = self._kept_branch(node)
+        if kept is None:
+            return None
+        if kept == node:
+            return self._todo("?: across address spaces", SPACE_RULE, node,
+                              "the branches point into different memories and the condition "
+                              "is not known at port time: split the code by the condition")
+        self._mapped("?: across address spaces", SPACE_RULE)
+        return f"({self.emit(kept)})"
+
+    def _kept_branch(self, node: Node) -> Node | None:
+        """The branch of ``c ? a : b`` whose memory differs from the other's that ``c``
+        selects at port time; ``node`` itself when ``c`` does not fold; None when both
+        branches share a memory (or either's is unknown): the ternary stays."""
+        a, b = node.child_by_field_name("consequence"), node.child_by_field_name("alternative")
+        spaces = {self._memory_of(a), self._memory_of(b)}
+        if None in spaces or len(spaces) == 1:
+            return None
+        constants = self.ctx.kernel_constants
+        if not self.in_kernel:  # a helper's: its parameters and locals may shadow a constant
+            fn = node.parent
+            while fn is not None and fn.type != "function_definition":
+                fn = fn.parent
+            constants = constexpr_values(fn, self.data, self.ctx.file_constants) \
+                if fn is not None else self.ctx.file_constants
+        value = fold(node.child_by_field_name("condition"), self.data, constants)
+        return node if value is None else (a if value else b)
+
+    def _dead_branch(self, node: Node) -> Node | None:
+        """The branch of a ternary that _conditional leaves out, if any."""
+        kept = self._kept_branch(node) if node.type == "conditional_expression" else None
+        if kept is None or kept == node:
+            return None
+        a, b = node.child_by_field_name("consequence"), node.child_by_field_name("alternative")
+        return b if kept == a else a
+
+    def _memory_of(self, node: Node | None) -> str | None:
+        root = self._root_name(node) if node is not None else None
+        if root in self.ctx.shared:
+            return "threadgroup"
+        if root in self.ctx.device_ptrs | self.ctx.readonly | set(self.ctx.inout):
+            return "device"
+        return None
+
     def _args(self, call: Node) -> list[Node]:
         args = call.child_by_field_name("arguments")
         return [a for a in (args.named_children if args else []) if a.type != "comment"]
@@ -255,14 +315,10 @@ class Emitter:
             self.ctx.helpers.update(h for h in HELPERS if h in rw.to)  # kport_erf, ...
             return rw.to.format(*filled)
         atomic = self.ctx.table.atomics.get(name)
-        if atomic is not None and atomic.to in HELPERS:  # atomicCAS: a helper of the header
-            if len(args) == 3 and self._atomic_root(args[0]):
-                self._mapped(name, atomic.rule)
-                self.ctx.helpers.add(atomic.to)
-                return (f"{atomic.to}({self._addr(args[0])}, {self.emit(args[1])}, "
-                        f"{self.emit(args[2])})")
-        elif atomic is not None and atomic.to and args:
-            return self._atomic_call(atomic, node, args)
+        if atomic is not None and atomic.to and args:
+            got = self._atomic_call(atomic, node, args)
+            if got is not None:
+                return got
         base = name.split("<")[0]
         extra = self.ctx.extra_params.get(base, [])
         split = self.ctx.split_params.get(base, set())
@@ -333,23 +389,6 @@ class Emitter:
         finally:
             self.ctx.inout = saved
 
-    def _atomic_call(self, atomic: Rewrite, node: Node, args: list[Node]) -> str:
-        target, name = args[0], atomic.name[0]
-        if not self._atomic_root(target):
-            return self._todo(name, atomic.rule, node.child_by_field_name("function"),
-                              "not on an output or a threadgroup int array") + \
-                self.emit(node.child_by_field_name("arguments"))
-        self._mapped(name, atomic.rule)
-        rest = ", ".join(self.emit(a) for a in args[1:])
-        return f"{atomic.to}({self._addr(target)}, {rest}, {RELAXED})"
-
-    def _addr(self, target: Node) -> str:
-        """An atomic address: ``&y[i]`` stays, ``y + i`` / ``y`` are pointers already."""
-        if target.type == "pointer_expression" and self.text(target).startswith("&"):
-            inner = target.named_children[-1]
-            return "&" + self._plain(inner)
-        return self._plain(target)
-
     def _plain(self, node: Node) -> str:
         """``node`` emitted without turning its atomic reads into loads (an address)."""
         saved = self.ctx.atomic, self.ctx.atomic_scalars
@@ -361,36 +400,6 @@ class Emitter:
 
     def _root_name(self, node: Node) -> str | None:
         return root_name(node, self.data)
-
-    def _atomic_root(self, node: Node) -> bool:
-        return bool(self.ctx.atomic) and self._root_name(node) in (self.ctx.atomic
-                                                                   | self.ctx.atomic_scalars)
-
-    def _atomic_read(self, node: Node) -> bool:
-        """A read of an atomic element (``y[i]``, or a threadgroup atomic scalar) that is not
-        written, addressed, or handed to an atomic call."""
-        if not self.ctx.atomic:
-            return False
-        if node.type == "subscript_expression":
-            if not self._atomic_root(node):
-                return False
-        elif node.type != "identifier" or self.text(node) not in self.ctx.atomic_scalars:
-            return False
-        p = node.parent
-        if p is None:
-            return False
-        if p.type == "assignment_expression" and p.child_by_field_name("left") == node:
-            return False
-        if p.type == "update_expression" or (p.type == "pointer_expression"
-                                             and self.text(p).startswith("&")):
-            return False
-        if p.type == "argument_list" and p.parent is not None:
-            fn = p.parent.child_by_field_name("function")
-            mapped = {n for n, rw in self.ctx.table.atomics.items() if rw.to}
-            if fn is not None and self.text(fn) in mapped \
-                    and p.named_children and p.named_children[0] == node:
-                return False
-        return True
 
     def _assignment(self, node: Node) -> str | None:
         left = node.child_by_field_name("left")
@@ -417,21 +426,6 @@ class Emitter:
                 return f"{self._plain_out(left)} = {self.emit(right)}"
         return None
 
-    def _plain_out(self, left: Node) -> str:
-        saved = self.ctx.inout
-        self.ctx.inout = {k: -1 for k in saved}  # every use of an inout name is the output
-        try:
-            return self.emit(left)
-        finally:
-            self.ctx.inout = saved
-
-    def _inout_name(self, node: Node) -> str | None:
-        name = self.text(node)
-        first = self.ctx.inout.get(name)
-        if first is None:
-            return None
-        return f"{name}_out" if node.start_byte >= first else name
-
     def _declaration(self, node: Node) -> str | None:
         """Address spaces on pointer declarations and casts; dynamic shared memory."""
         text = self.text(node)
@@ -457,6 +451,18 @@ class Emitter:
             # helper references are bound to thread-local values (device ones go through
             # temporaries: _ref_temps)
             return self._with_space(node, "thread", drop_const=False)
+        if node.type == "declaration" and _in_function_body(node) and \
+                re.match(r"\s*static\s+(?:const\s+)?constexpr\b", text):
+            # a function's `static constexpr` local: MSL has no static locals, and a constant
+            # expression is the same value without it
+            self.ctx.rules_used.add("memory.constant_table")
+            return self._children(node).lstrip().removeprefix("static").lstrip()
+        if node.type == "field_declaration" and _static_data_member(text):
+            # MSL keeps static data only in `constant` (MLX's steel kernels: `static constant
+            # constexpr`); a traits class's `static constexpr int kNThreads` needs it
+            self.ctx.rules_used.add("memory.constant_table")
+            rest = self._children(node).lstrip().removeprefix("static").lstrip()
+            return "static constant " + rest
         if node.type == "field_declaration" or not _declares_pointer(node):
             return None
         if node.type == "declaration" and self._declared(node) & set(self.ctx.aliases):
@@ -498,7 +504,7 @@ class Emitter:
             n = stack.pop()
             if n.type == "identifier":
                 names.add(self.text(n))
-            stack.extend(n.children)
+            stack.extend(c for c in n.children if c != self._dead_branch(n))
         if node.type in PARAMETER_NODES:
             fn = self._enclosing_fn(node) or ""
             idx = self._param_index(node)
@@ -534,19 +540,6 @@ class Emitter:
                 if ids:
                     out.add(self.text(ids[0]))
         return out
-
-    def _shared_atomic(self, node: Node) -> str:
-        """``__shared__ unsigned bins[N]`` used by atomics -> ``threadgroup atomic_uint ...``."""
-        ty = " ".join(self.text(c) for c in node.named_children
-                      if c.type in ("primitive_type", "sized_type_specifier", "type_identifier"))
-        atomic_ty = {"int": "atomic_int", "unsigned": "atomic_uint", "unsigned int": "atomic_uint",
-                     "uint": "atomic_uint", "uint32_t": "atomic_uint", "int32_t": "atomic_int"}
-        if ty not in atomic_ty:
-            return self._todo("atomicAdd", "atomics.threadgroup_float_add", node,
-                              f"no threadgroup atomics on {ty}")
-        self._mapped("__shared__", "atomics.threadgroup_int")
-        decls = [c for c in node.named_children if c.type in ("array_declarator", "identifier")]
-        return f"threadgroup {atomic_ty[ty]} " + ", ".join(self._plain(d) for d in decls) + ";"
 
     def _alias_declaration(self, node: Node) -> str:
         """``float* row = x + r * n`` with x in-place: a read pointer and a write pointer."""
@@ -733,6 +726,13 @@ def _only_reference(node: Node) -> bool:
         if c.type == "init_declarator"}
     return bool(kinds & {"reference_declarator", "abstract_reference_declarator"}) and not \
         kinds & {"pointer_declarator", "abstract_pointer_declarator"}
+
+
+def _static_data_member(text: str) -> bool:
+    """A ``static constexpr`` / ``static const`` data member without an address space."""
+    head = text.split("=")[0]
+    return bool(re.match(r"\s*static\b", head)) and "(" not in head and \
+        bool(re.search(r"\b(?:constexpr|const)\b", head)) and "constant" not in head.split()
 
 
 def _in_function_body(node: Node) -> bool:

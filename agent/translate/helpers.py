@@ -56,3 +56,15 @@ inline auto kport_max(A a, B b) {
   using C = decltype(a + b);
   return max(C(a), C(b));
 }"""
+# __shfl_up_sync / __shfl_down_sync with a width (warp.shfl_up_width, warp.shfl_down_width):
+# the own value where CUDA's source lane would leave the caller's w-lane segment
+HELPERS["kport_shfl_up_w"] = """template <typename T>
+inline T kport_shfl_up_w(T v, ushort d, ushort w, ushort lane) {
+  T r = simd_shuffle_up(v, d);
+  return (lane & (w - 1)) < d ? v : r;
+}"""
+HELPERS["kport_shfl_down_w"] = """template <typename T>
+inline T kport_shfl_down_w(T v, ushort d, ushort w, ushort lane) {
+  T r = simd_shuffle_down(v, d);
+  return ((lane & (w - 1)) + d >= w) ? v : r;
+}"""

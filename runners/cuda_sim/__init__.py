@@ -23,13 +23,14 @@ from runners.settings import load_settings
 from runners.simbuild import SIMCORE, Diagnostic, Vetting, build_kernel, kernel_tail
 from runners.simfaults import CompileError, KernelFault
 from runners.simhost import BufferArg, LaunchSpec, ScalarArg, SimRecord, launch_dims, run_launch
+from runners.structs import WithPointers
 
 STATIC_SHARED_LIMIT = limits.CUDA_STATIC_SHARED
 # Calls that need the fiber scheduler (a rendezvous of a warp or block).
 _SYNC = re.compile(r"\b(__syncthreads\w*|__syncwarp|__shfl\w*|__ballot_sync|__any_sync|"
                    r"__activemask|__all_sync|__reduce_\w+_sync|__match_\w+_sync|"
                    r"cooperative_groups|this_thread_block|tiled_partition|load_matrix_sync|"
-                   r"store_matrix_sync|mma_sync)\b")
+                   r"store_matrix_sync|mma_sync|cub)\b")
 
 __all__ = ["RUNNER", "CudaRun", "KernelFault", "CompileError", "RawKernel", "RawModule"]
 
@@ -172,6 +173,8 @@ class RawKernel:
         code = srcrewrite.rewrite_cuda_vector_casts(code)
         defines = "".join(f"#define {name} {value}\n" for name, value in
                           macro_definitions(self.options))
+        if re.search(r"\bcub\s*::", code):  # a device-code closure keeps no system include:
+            defines += "#include <cub/cub.cuh>\n"  # CUB's collectives are kport's own here
         return (f'{CUDA_HEAD}{defines}#line 1 "{self.filename}"\n{code}\n'
                 + kernel_tail("cuda", bool(_SYNC.search(code)), _INVOKE,
                               f"  __kp_invoke(&{self.name}, __kp_a);"))
@@ -203,9 +206,28 @@ class RawKernel:
                 arrays[label] = value
             elif isinstance(value, np.generic):
                 launch_args.append(ScalarArg(label, value.tobytes()))
+            elif isinstance(value, WithPointers):  # a struct whose pointer fields hold arrays
+                pointers = []
+                for path, (offset, array) in value.arrays.items():
+                    if array is None:
+                        continue  # nullptr: the struct's bytes keep their zero
+                    if not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
+                        raise ValueError(f"argument {i}: field {path}: pass a C-contiguous "
+                                         "numpy array")
+                    if any(array is other for other in arrays.values()):
+                        raise ValueError(f"argument {i}: field {path}: the same array is "
+                                         "passed twice; aliased buffers are not supported by "
+                                         "cuda_sim yet")
+                    target = f"{label}.{path}"
+                    launch_args.append(BufferArg(target, array, "inout", detached=True))
+                    arrays[target] = array
+                    pointers.append((offset, target))
+                launch_args.append(ScalarArg(label, value.value.tobytes(), tuple(pointers)))
             else:
-                raise TypeError(f"argument {i}: pass numpy arrays for buffers and numpy scalars "
-                                f"(e.g. np.int32(n)) for values, not {type(value).__name__}")
+                raise TypeError(f"argument {i}: pass numpy arrays for buffers, numpy scalars "
+                                "(e.g. np.int32(n)) for values and runners.structs.WithPointers "
+                                "for a struct with pointer fields, not "
+                                f"{type(value).__name__}")
         settings = load_settings()
         tu = self._translation_unit(code)
         build = build_kernel(tu, checked=settings.sim_checks == "full", dialect="cuda",

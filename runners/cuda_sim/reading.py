@@ -182,7 +182,9 @@ def _view(preprocessed: str, files: dict[str, str]) -> SourceView:
                 user = user or file in files
             continue
         if user:
-            lines.append(line)
+            # trailing blanks go: tree-sitter reads `#define F(x) ` (a space after an empty
+            # body) as a macro that swallows the next struct's end (causal-conv1d's ROCM_ONLY)
+            lines.append(line.rstrip(" \t"))
             origin.append((file, number))
         number += 1
     return SourceView("\n".join(lines), origin, files)

@@ -17,36 +17,17 @@ from tests.wild.harness import port_and_check, root_of
 ENTRIES = all_entries()
 # kernel id -> why kport does not port it yet (the issue that tracks it)
 KNOWN: dict[str, str] = {
-    "cluster_nearest": "x and y are read at offsets that ptr_x/ptr_y (CSR offsets) hold: the "
-                       "guessed case's random index data cannot size them; needs a case whose "
-                       "inputs are valid offsets (no init kind says 'sorted offsets' yet)",
     "cluster_fps": "dist is read and written but only partly written, and MLX outputs are fresh "
                    "arrays (an in-place partial update); its max reduction also races in "
                    "shared memory (cuda_sim reports it)",
-    "cluster_radius": "row/col are written only in part (the host pre-fills -1): the port's "
-                      "fresh outputs hold garbage where CUDA's keep their old values",
     "scatter_segment_csr_max": "ATen's TensorInfo struct (a pointer and 25-element arrays), "
                                "defined in a torch header kport reads as empty",
-    "conv1d_fwd": "CUB BlockLoad/BlockStore (issue 16) and a params struct with pointer fields",
-    "conv1d_update": "a params struct with pointer fields (x_ptr, weight_ptr, ...): pointer "
-                     "fields are not passed yet",
-    "selective_scan_fwd": "CUB BlockLoad/BlockScan (issue 16) and a params struct with pointer "
-                          "fields",
-    "group_norm_32": "the second size set breaks the host's contract ne_elements == "
-                     "num_groups * group_size (dst's extent is min() of the two), so part of "
-                     "dst is never written there",
-    "group_norm_1024": "as group_norm_32",
-    "count_equal": "atomicAdd on an int64 output viewed as int: Metal has no 64-bit atomics "
-                   "and kport does not narrow the view",
-    "gated_linear_attn": "dst's extent (T*C + B*C*head) is not fitted: size sets that move B "
-                         "fail the host's contracts; the measured constant is too small for "
-                         "the oracle's second layout",
-    "rwkv_wkv6": "dst's extent (T*C + B*C*64) is fitted only at the given sizes (runs that "
-                 "move B fail the host's contracts), so run() sizes dst wrong elsewhere",
-    "soft_max": "the port mixes threadgroup and device pointers in `use_shared ? buf_iw : dst` "
-                "and passes that to block_reduce (a constant template condition not folded)",
-    "get_rows": "CUDA vector scalars (uint3 fast-division constants the host computes) are not "
-                "described yet",
+    "conv1d_fwd": "the port has no Metal CUB yet (issue 16; cuda_sim has CUB now), and the "
+                  "oracle's device code needs std::initializer_list (causal_conv1d_common.h's "
+                  "custom_max), which cuda_sim's C++ headers lack",
+    "selective_scan_fwd": "CUB BlockLoad/BlockScan (issue 16), and its params struct's x_ptr "
+                          "is read as scan_t (float2): a vector element type for a flattened "
+                          "pointer field is not resolved yet",
 }
 
 

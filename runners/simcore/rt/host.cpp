@@ -6,7 +6,9 @@
 //   kernel PATH | groups X Y Z | tg X Y Z | grid X Y Z | nonuniform 0|1 | tg_mem BYTES
 //   dyn_smem BYTES | threads N | checked 0|1 | stack BYTES | result PATH | printf PATH
 //   lockdown required|optional
-//   buffer NAME ELEM_SIZE BYTES in|out|inout PATH      scalar NAME HEXBYTES
+//   buffer NAME ELEM_SIZE BYTES in|out|inout PATH [detached]      scalar NAME HEXBYTES
+//   pointer SCALAR OFFSET BUFFER  (a struct scalar's pointer field: the address of a detached
+//   buffer, which is no kernel argument of its own, is written at that byte offset)
 // Every file is opened before the lockdown (lockdown.cpp); the kernel library is loaded after it.
 #include <dlfcn.h>
 #include <errno.h>
@@ -387,7 +389,17 @@ static void parse_request(const char* path) {
       Arg arg;
       arg.name = s1, arg.is_buffer = true, arg.elem_size = a ? a : 1, arg.bytes = b;
       arg.writes_back = strcmp(mode, "in") != 0, arg.path = s2;
+      char extra[16] = "";
+      arg.detached = sscanf(line, "%*s %*s %*s %*s %*s %*s %15s", extra) == 1 &&
+                     strcmp(extra, "detached") == 0;
       L.args.push_back(arg);
+    } else if (k == "pointer" && sscanf(line, "%*s %4095s %llu %4095s", s1, &a, s2) == 3) {
+      Arg* owner = nullptr;
+      for (Arg& x : L.args)
+        if (!x.is_buffer && x.name == s1) owner = &x;
+      if (!owner || a + sizeof(void*) > owner->scalar.size())
+        bad_request(std::string("pointer field outside its struct: ") + line);
+      owner->pointers.emplace_back((size_t)a, std::string(s2));
     } else if (k == "scalar" && sscanf(line, "%*s %4095s %4095s", s1, s2) == 2) {
       Arg arg;
       arg.name = s1;
@@ -502,7 +514,16 @@ int main(int argc, char** argv) {
     if (a.is_buffer) map_buffer(a);
     else a.value_slot = a.scalar.data();
   }
-  for (Arg& a : g_launch.args) g_launch.arg_ptrs.push_back(a.value_slot);
+  for (Arg& a : g_launch.args)
+    for (auto& [offset, target] : a.pointers) {
+      const Arg* buffer = nullptr;
+      for (const Arg& b : g_launch.args)
+        if (b.is_buffer && b.detached && b.name == target) buffer = &b;
+      if (!buffer) bad_request("pointer field names no detached buffer: " + target);
+      memcpy(a.scalar.data() + offset, &buffer->data, sizeof(void*));
+    }
+  for (Arg& a : g_launch.args)
+    if (!a.detached) g_launch.arg_ptrs.push_back(a.value_slot);
 #if defined(__GLIBC__)
   // Kernels are linked without libraries (-nostdlib, simbuild.py): their math calls bind to
   // this libm, loaded now because nothing can be opened once the lockdown is in place.

@@ -17,11 +17,14 @@ struct Arg {
   std::string name;
   bool is_buffer = false;
   bool writes_back = false;  // out/inout: copied back to its file after the run
+  bool detached = false;     // a buffer a struct argument's pointer field holds: no kernel arg
   size_t elem_size = 1;
   size_t bytes = 0;
   std::string path;          // buffer contents (in and out)
   int fd = -1;               // out/inout: kept open for the write-back (no opens after lockdown)
   std::vector<unsigned char> scalar;  // scalar bytes
+  // Pointer fields of a struct scalar: (byte offset, name of the buffer whose address goes there)
+  std::vector<std::pair<size_t, std::string>> pointers;
   // Buffer placement: [guard][lo redzone][data][hi redzone][guard]
   unsigned char* map = nullptr;
   size_t map_bytes = 0;
