@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from tree_sitter import Node
 
 from agent.translate.macros import template_parts
+from agent.translate.tree import _walk
 from kb.parse import declarator_name
 from runners.sourcetree import leaves, parse
 
@@ -131,14 +132,6 @@ def _kernel_body(root: Node, data: bytes, name: str) -> Node | None:
                     for c in n.children):
             return n.child_by_field_name("body")
     return None
-
-
-def _walk(node: Node):
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(reversed(n.children))
 
 
 def _text(n: Node, data: bytes) -> str:

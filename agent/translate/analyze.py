@@ -19,7 +19,7 @@ from agent.translate.macros import (
     template_parts,
 )
 from agent.translate.pointer_fields import flatten as flatten_pointer_fields
-from agent.translate.tree import _device_code, _fn_name, _text, _walk
+from agent.translate.tree import _device_code, _fn_name, _text, _walk, aliases_in
 from kb.parse import parse
 from kb.rewrites import load_rewrites
 from runners.errors import KportError
@@ -206,15 +206,7 @@ def _template_params(plist: Node | None, data: bytes) -> list[tuple[str, bool, s
 def _type_aliases(root: Node, data: bytes) -> dict[str, str]:
     """``using index_t = uint32_t;`` / ``typedef int64_t index_t;`` anywhere in the source:
     name -> the type it stands for."""
-    aliases = {}
-    for a in _walk(root):
-        if a.type == "alias_declaration" and a.child_by_field_name("name") is not None:
-            aliases[_text(a.child_by_field_name("name"), data)] = _text(
-                a.child_by_field_name("type"), data)
-        elif a.type == "type_definition" and a.child_by_field_name("type") is not None:
-            for d in a.children_by_field_name("declarator"):
-                aliases[_text(d, data)] = _text(a.child_by_field_name("type"), data)
-    return aliases
+    return aliases_in(root, data)
 
 
 def struct_fields(root: Node, data: bytes, name: str, aliases: dict[str, str],

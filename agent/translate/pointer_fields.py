@@ -26,7 +26,7 @@ from tree_sitter import Node
 
 from agent.translate.folding import constexpr_values, fold
 from agent.translate.macros import template_parts
-from agent.translate.tree import _fn_name, _text, _walk
+from agent.translate.tree import _fn_name, _text, _walk, aliases_in
 
 _CASTS = ("reinterpret_cast", "static_cast", "const_cast")
 
@@ -268,9 +268,9 @@ class _Resolver:
                             "int32": "int", "uint32": "uint32_t", "int64": "int64_t",
                             "uint64": "uint64_t", "int8": "int8_t", "uint8": "uint8_t",
                             "int16": "int16_t", "uint16": "uint16_t", "bool": "bool"}
-        self.local = _aliases_in(kfn.child_by_field_name("body"), data)
+        self.local = aliases_in(kfn.child_by_field_name("body"), data)
         self.template = {k: str(v) for k, v in template.items()}
-        self.file = _aliases_in(root, data, top_only=True)
+        self.file = aliases_in(root, data, top_only=True)
 
     def __call__(self, spelled: str) -> str | None:
         return self._resolve(spelled, self.local | self.template, 0)
@@ -316,20 +316,7 @@ class _Resolver:
                     "parameters").named_children for x in p.named_children
                     if x.type in ("type_identifier", "identifier")]
                 scope = dict(zip(names, args, strict=False))
-            members = _aliases_in(n.child_by_field_name("body"), self.data, top_only=True)
+            members = aliases_in(n.child_by_field_name("body"), self.data, top_only=True)
             return {m: (scope, target) for m, target in members.items()}
         return None
 
-
-def _aliases_in(node: Node, data: bytes, top_only: bool = False) -> dict[str, str]:
-    """``using X = T;`` and ``typedef T X;`` in ``node`` (its direct children only, or
-    anywhere in it): X -> T as spelled."""
-    out: dict[str, str] = {}
-    for a in (node.named_children if top_only else _walk(node)):
-        if a.type == "alias_declaration" and a.child_by_field_name("name") is not None:
-            out[_text(a.child_by_field_name("name"), data)] = _text(
-                a.child_by_field_name("type"), data)
-        elif a.type == "type_definition" and a.child_by_field_name("type") is not None:
-            for d in a.children_by_field_name("declarator"):
-                out[_text(d, data)] = _text(a.child_by_field_name("type"), data)
-    return out

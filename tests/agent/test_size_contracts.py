@@ -6,7 +6,6 @@ filled with valid offsets. Every expected value here is worked out from the kern
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from agent.kernel_reads import read_kernel
 from agent.shape_probe import ArgProbe, probe_shapes
@@ -14,17 +13,8 @@ from agent.size_relations import find_relations
 from corpus.check import csr_offsets
 from runners.sizeexpr import evaluate
 
-
-@pytest.fixture(autouse=True)
-def checked(monkeypatch):
-    monkeypatch.setenv("KPORT_SIM_CHECKS", "full")  # extents are recorded in checked mode
-
-
-def _launch(grid, block, smem="0"):
-    def dims(sizes):
-        return ([int(evaluate(g, sizes)) for g in grid], [int(evaluate(b, sizes)) for b in block],
-                int(evaluate(smem, sizes)))
-    return dims
+# extents are recorded in checked mode (the fixture); launches as the shape probe's tests read
+from tests.translate.test_shape_probe import _launch, checked  # noqa: E402, F401
 
 
 def test_a_size_equal_to_a_product_of_others_moves_with_them():
