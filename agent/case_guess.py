@@ -19,7 +19,7 @@ import tomli_w
 
 from agent.case_contracts import size_contracts, variant_sizes
 from agent.cuda_source import read_cuda, stub_note
-from agent.host_init import output_fills
+from agent.host_init import c_literal, output_fills
 from agent.host_launch import find_launches, instantiations, matches, size_names
 from agent.shape_probe import ArgProbe, probe_shapes
 from agent.size_relations import SizeRelations
@@ -144,8 +144,8 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
                 value = values[name]
             elif name in sizes and name not in unread:
                 value = name
-            elif _literal(tr.defaults.get(name)) is not None:
-                value = _literal(tr.defaults[name])
+            elif c_literal(tr.defaults.get(name)) is not None:
+                value = c_literal(tr.defaults[name])
                 guessed.append(f"scalar {name} = {value}, its C++ default (run() may omit it)")
                 args.append({"name": name, "role": role, "dtype": dtype, "value": value,
                              "default": True})
@@ -252,20 +252,6 @@ def _fill_init(name: str, fill: float | None, guessed: list[str]) -> str:
     guessed.append(f"{name}: starts as {fill:g}, as the host fills it before the launch (the "
                    f"port's outputs start so too: MLX init_value)")
     return "zeros" if fill == 0 else "ones" if fill == 1 else f"full:{fill:g}"
-
-
-def _literal(text: str | None) -> int | float | bool | None:
-    """A C++ literal's value (`2.0f`, `-1`, `0x10u`, `true`); None for anything else."""
-    t = (text or "").strip()
-    if t in ("true", "false"):
-        return t == "true"
-    t = re.sub(r"(?<=[\d.])[fFuUlL]+$", "", t)
-    for parse in (lambda v: int(v, 0), float):
-        try:
-            return parse(t)
-        except ValueError:
-            continue
-    return None
 
 
 def _passed(launch, index: int) -> str:

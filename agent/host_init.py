@@ -23,7 +23,7 @@ from agent.translate.macros import split_template_args
 _TENSOR_DATA = re.compile(r"^\(?\s*([A-Za-z_]\w*)\s*(?:\.\s*value\s*\(\s*\)\s*)?\.\s*"
                           r"(?:data_ptr|data|mutable_data_ptr)\s*(?:<[^<>]*>)?\s*\(\s*\)\s*\)?$")
 _PLAIN = re.compile(r"^\(?\s*(?:\([^()]*\*\s*\)\s*)?([A-Za-z_]\w*)\s*\)?$")
-_NUMBER = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?[fFlLuU]*$")
+_NUMBER = re.compile(r"[-+]?(?:0[xX][0-9a-fA-F]+|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)")
 _MAKERS = {"zeros": 0.0, "ones": 1.0, "empty": None, "zeros_like": 0.0, "ones_like": 1.0,
            "empty_like": None}
 
@@ -82,6 +82,22 @@ def _balanced(text: str, start: int) -> str:
     return ""
 
 
+def c_literal(text: str | None) -> int | float | bool | None:
+    """A C++ literal's value (`-1`, `2.5f`, `0x10u`, `5e4`, `true`); None for anything else."""
+    t = (text or "").strip()
+    if t in ("true", "false"):
+        return t == "true"
+    t = re.sub(r"[uUlL]+$", "", t)
+    if "x" not in t.lower():
+        t = re.sub(r"(?<=[\d.])[fF]$", "", t)  # a float suffix (in hex, f is a digit)
+    if not _NUMBER.fullmatch(t):
+        return None
+    try:
+        return int(t, 0)
+    except ValueError:
+        return float(t)
+
+
 def _number(text: str) -> float | None:
-    t = text.strip()
-    return float(t.rstrip("fFlLuU")) if _NUMBER.match(t) else None
+    value = c_literal(text)
+    return None if value is None or isinstance(value, bool) else float(value)

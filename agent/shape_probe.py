@@ -37,7 +37,7 @@ from agent.size_relations import SizeRelations
 from corpus.check import csr_offsets
 from runners.dtypes import DTYPES
 from runners.sizeexpr import SizeExprError, evaluate
-from runners.structs import struct_bytes, struct_value, with_pointers
+from runners.structs import field_arrays, struct_bytes, struct_value, with_pointers
 
 START_ELEMENTS = 1 << 16  # each buffer's first size; grown while the kernel reaches its end
 MAX_ELEMENTS = 1 << 24  # a buffer never grows past this (64 MiB of float32)
@@ -123,16 +123,10 @@ class _Runner:
     def _pointed(self, values: list) -> list:
         """The kernel's arguments: each struct with its pointer fields pointing at the arrays
         of the arguments that name them (cuda_sim labels those STRUCT.FIELD)."""
-        out = []
-        for a, v in zip(self.args, values, strict=True):
-            if a.fields:
-                out.append(with_pointers(a.fields, v, {
-                    b.field.partition(".")[2]: None if b.null else w
-                    for b, w in zip(self.args, values, strict=True)
-                    if b.field.partition(".")[0] == a.name}))
-            elif not a.field:
-                out.append(v)
-        return out
+        by_name = {a.name: v for a, v in zip(self.args, values, strict=True)}
+        return [with_pointers(a.fields, v, field_arrays(a.name, self.args, by_name))
+                if a.fields else v
+                for a, v in zip(self.args, values, strict=True) if a.fields or not a.field]
 
     def _once(self, sizes: dict[str, int], counts: dict[str, int] | None
               ) -> dict[str, int] | None:

@@ -47,6 +47,7 @@ def measure_strides(code: str, kernel: str, filename: str, args: list[dict], siz
     (field name -> size expression or number), measured as the module docstring says; fields
     whose dimension the kernel does not index are left out."""
     out: dict[str, dict] = {}
+    runner = None  # one for all the runs: one kernel build, one run budget
     for s in (a for a in args if a.get("fields")):
         groups = stride_groups(s["fields"])
         arrays = {a.get("field", "").partition(".")[2]: a["name"] for a in args
@@ -58,7 +59,9 @@ def measure_strides(code: str, kernel: str, filename: str, args: list[dict], siz
             extents = []
             for member in members:
                 probe = _with_values(args, s["name"], {m: int(m == member) for m in members})
-                got = extents_runner(code, kernel, filename, probe, launch).extents(sizes)
+                runner = runner or extents_runner(code, kernel, filename, probe, launch)
+                runner.args = probe
+                got = runner.extents(sizes)
                 extents.append(got.get(array, 0) if got else 0)
             if min(extents) < 1:
                 continue  # a dimension it does not index (or a run that failed)

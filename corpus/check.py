@@ -151,10 +151,8 @@ def run_cuda(case: CaseSpec, sizes: dict[str, int], inputs: dict):
 def _struct_arg(case: CaseSpec, arg, value: np.ndarray, arrays: dict):
     """A struct argument as cuda_sim takes it: its record, its pointer fields pointing at the
     arrays of the arguments that name them (``arrays``; a null one stays nullptr)."""
-    pointed = {a.field.partition(".")[2]: None if a.null else arrays[a.name]
-               for a in case.args if a.field.partition(".")[0] == arg.name}
     return structs.with_pointers(arg.layout(), structs.struct_value(arg.layout(), value),
-                                 pointed)
+                                 structs.field_arrays(arg.name, case.args, arrays))
 
 
 def run_reference(case: CaseSpec, sizes: dict[str, int], inputs: dict) -> dict:

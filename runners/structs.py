@@ -89,6 +89,14 @@ def with_pointers(fields: list[dict], record: np.void,
                                  for path, offset in offsets.items()})
 
 
+def field_arrays(struct: str, args, arrays: dict) -> dict[str, np.ndarray | None]:
+    """The arrays struct argument ``struct``'s pointer fields point at, by field: those of the
+    arguments (each with ``name``, ``field`` "STRUCT.FIELD" and ``null``) that name them, from
+    ``arrays`` by argument name (None for a null one)."""
+    return {a.field.partition(".")[2]: None if a.null else arrays[a.name]
+            for a in args if a.field.partition(".")[0] == struct}
+
+
 def struct_value(fields: list[dict], data: np.ndarray) -> np.void:
     """The struct (a numpy record, as cuda_sim passes a parameter by value) from its bytes."""
     dtype = struct_dtype(fields)

@@ -3,7 +3,9 @@ subprocess, with this checkout's code first on the path."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -24,3 +26,13 @@ def kport(*args: str, env: dict | None = None, cwd: Path = ROOT, timeout: float 
     """`kport ARGS...`: text output captured, ``env`` added to the environment."""
     return subprocess.run([*KPORT, *args], capture_output=True, text=True, cwd=cwd,
                           env=kport_env(env), timeout=timeout, input=input)
+
+
+def load_package(folder: Path, name: str):
+    """A generated package's kernel.py as a module (``name`` keeps modules apart)."""
+    safe = re.sub(r"\W", "_", name)
+    spec = importlib.util.spec_from_file_location(f"kport_pkg_{safe}", Path(folder) / "kernel.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -217,6 +217,8 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
         ctx.rules_used.add("types.struct_param")
     if nullable:
         ctx.rules_used.add("memory.nullable_pointer")
+    if info.flat:
+        ctx.rules_used.add("types.struct_pointer_field")
     _signature_todos(info, ctx)
     header_parts = [HELPERS[h] for h in sorted(ctx.helpers)] + header_parts
     rules = {r.id: r for r in load_rules()}
@@ -249,9 +251,6 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
         struct_problems=dict(info.struct_problems),
         flat={f.name: f"{f.param}.{f.path}" for f in info.flat},
         defaults={p.name: p.default for p in info.params if p.default and not p.pointer})
-    if info.flat:
-        ctx.rules_used.add("types.struct_pointer_field")
-        tr.rules_used = sorted(ctx.rules_used)
     if tr.atomic_outputs:
         tr.init_value = 0.0
         tr.notes.append("outputs are atomic (MLX atomic_outputs=True) and start at 0 "

@@ -365,12 +365,13 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
                              f"{', '.join(kernels) or 'none'}")
     kfn, kouter = funcs[name]
     params = _params(kfn, data)
-    flats, flat_problems, structs = [], {}, {}
+    template = _template(kouter, spec_args, data, where, strict)
+    # struct parameters read before any flattening: pointer fields are still pointers there
+    structs, struct_problems = _struct_params(root, data, params, {n for n, _ in template})
+    flats, flat_problems = [], {}
     if flatten:
-        template = _template(kouter, spec_args, data, where, strict)
-        structs, _ = _struct_params(root, data, params, {n for n, _ in template})
         flattened, flats, flat_problems = flatten_pointer_fields(
-            data, root, kfn, structs, template, set(TYPE_DTYPES) | {"size_t"},
+            data, root, kfn, structs, template, TYPE_DTYPES | {"size_t": "uint64"},
             {_text(x, data) for x in _walk(kfn) if x.type == "identifier"})
         if flattened != data:
             data = flattened
@@ -402,7 +403,7 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
     writes_through = _mutable_params(callee_nodes, data,
                                      ("pointer_declarator", "reference_declarator"))
     info = KernelInfo(data, name, kfn, kouter, params, {}, {}, [], [], [], [], [],
-                      _template(kouter, spec_args, data, where, strict))
+                      template)
     written: dict[str, int] = {}
     read: dict[str, int] = {}  # the first place each is read (a byte offset)
 
@@ -469,13 +470,10 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
             written[target] = min(written.get(target, written[alias]), written[alias])
         if alias in read:
             read[target] = min(read.get(target, read[alias]), read[alias])
-    info.struct_params, info.struct_problems = _struct_params(
-        root, data, params, {n for n, _ in info.template})
+    info.struct_params, info.struct_problems = structs, struct_problems
     for param, why in flat_problems.items():
         info.struct_problems[param] = why
         info.struct_params.pop(param, None)
-    for param in info.struct_params:  # the fields as declared: pointers still pointers
-        info.struct_params[param] = structs[param] if flatten else info.struct_params[param]
     info.flat = flats
     body_text = _text(body, data)
     for p in params:  # `mask != nullptr`, `if (mask)`, `mask ? a : b`: it may be null

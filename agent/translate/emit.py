@@ -83,6 +83,7 @@ class Emitter(AtomicRewrites, InPlace):
     def __init__(self, data: bytes, ctx: Context, in_kernel: bool):
         self.data, self.ctx, self.in_kernel = data, ctx, in_kernel
         self.replaced: dict[tuple[int, int], str] = {}  # (start, end byte) -> Metal text
+        self.writes_seen: dict[tuple, list] = {}  # InPlace's
 
     def text(self, n: Node) -> str:
         return self.data[n.start_byte:n.end_byte].decode(errors="replace")

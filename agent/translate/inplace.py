@@ -13,7 +13,8 @@ from agent.translate.tree import _walk
 
 class InPlace:
     """Mixed into the Emitter: needs ``self.ctx.inout`` (name -> first write's end byte),
-    ``self.text``, ``self.emit`` and ``self._root_name``."""
+    ``self.text``, ``self.emit``, ``self._root_name`` and ``self.writes_seen`` (a dict it
+    fills: where each in-place name is written, per tree)."""
 
     def _plain_out(self, left: Node) -> str:
         saved = self.ctx.inout
@@ -50,7 +51,7 @@ class InPlace:
         while root.parent is not None:
             root = root.parent
         key = (name, root.start_byte, root.end_byte)
-        cache = self.__dict__.setdefault("_writes", {})
+        cache = self.writes_seen
         if key not in cache:
             found = []
             for n in _walk(root):

@@ -42,12 +42,13 @@ class Flat:
 
 
 def flatten(data: bytes, root: Node, kfn: Node, structs: dict[str, tuple[str, list[dict]]],
-            template: list[tuple[str, object]], scalar_types: set[str],
+            template: list[tuple[str, object]], scalar_types: dict[str, str],
             taken: set[str]) -> tuple[bytes, list[Flat], dict[str, str]]:
     """``data`` with the pointer fields of the kernel ``kfn``'s struct parameters
     (``structs``: name -> (C type, fields with ``"pointee"`` on pointer fields)) flattened;
     the flattened fields; and why a struct's fields could not be (by parameter name).
     ``template``: the kernel's template arguments; ``scalar_types``: the C scalar type names
+    (to their dtype names, which a template argument may be given as)
     an element type must resolve to; ``taken``: names already used in the kernel."""
     body = kfn.child_by_field_name("body")
     resolve = _Resolver(root, data, kfn, dict(template), scalar_types)
@@ -56,9 +57,10 @@ def flatten(data: bytes, root: Node, kfn: Node, structs: dict[str, tuple[str, li
     problems: dict[str, str] = {}
     for param, (ctype, fields) in structs.items():
         pointers = _pointer_paths(fields)
-        if nested_pointer(fields):
-            problems[param] = (f"field {nested_pointer(fields)} is a pointer inside a nested "
-                               "struct (not flattened yet)")
+        nested = nested_pointer(fields)
+        if nested:
+            problems[param] = f"field {nested} is a pointer inside a nested struct (not " \
+                "flattened yet)"
             continue
         if not pointers:
             continue
@@ -262,12 +264,11 @@ class _Resolver:
     own ``using``/``typedef`` aliases, its template arguments, members of a traits class
     template those name (``typename Ktraits::input_t``), and file-scope aliases."""
 
-    def __init__(self, root: Node, data: bytes, kfn: Node, template: dict, scalars: set[str]):
+    def __init__(self, root: Node, data: bytes, kfn: Node, template: dict,
+                 scalars: dict[str, str]):
         self.root, self.data, self.scalars = root, data, scalars
-        self.dtype_names = {"float32": "float", "float16": "half", "bfloat16": "__nv_bfloat16",
-                            "int32": "int", "uint32": "uint32_t", "int64": "int64_t",
-                            "uint64": "uint64_t", "int8": "int8_t", "uint8": "uint8_t",
-                            "int16": "int16_t", "uint16": "uint16_t", "bool": "bool"}
+        # a dtype name back to a C type of it (the first one spelled: float32 -> float)
+        self.dtype_names = {d: c for c, d in reversed(scalars.items())}
         self.local = aliases_in(kfn.child_by_field_name("body"), data)
         self.template = {k: str(v) for k, v in template.items()}
         self.file = aliases_in(root, data, top_only=True)

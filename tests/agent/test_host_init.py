@@ -5,14 +5,13 @@ from it too (init_value), so a partly written output agrees."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import textwrap
 
 import numpy as np
 
 from agent.host_init import output_fills
-from tests.cli import kport
+from tests.cli import kport, load_package
 
 HOST = textwrap.dedent("""\
     void host(torch::Tensor x, int n, float *raw, float *kept) {
@@ -69,9 +68,7 @@ def test_a_partly_written_output_starts_as_the_host_fills_it(tmp_path):
     assert "ACCEPTED" in proc.stdout and proc.returncode == 0, proc.stdout + proc.stderr
     rep = json.loads((out / "report.json").read_text())
     assert any(g.startswith("hits: starts as -1, as the host fills it") for g in rep["guessed"])
-    spec = importlib.util.spec_from_file_location("kport_hits_port", out / "kernel.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_package(out, "kport_hits_port")
     x = np.random.default_rng(2).standard_normal(7 * 16).astype(np.float32)
     got = np.asarray(module.run(x=x, t=1.0, n=7, k=3)["hits"]).reshape(7, 3)
     want = np.full((7, 3), -1)

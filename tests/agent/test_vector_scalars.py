@@ -5,14 +5,13 @@ run() computes them from the sizes."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import textwrap
 
 import numpy as np
 
 from runners.sizeexpr import evaluate
-from tests.cli import kport
+from tests.cli import kport, load_package
 
 
 def test_fast_division_constants_divide_every_32_bit_numerator():
@@ -65,9 +64,7 @@ def test_a_uint3_the_host_computes_ports_and_run_computes_it(tmp_path):
     assert any(g.startswith("cols_fd (uint3): (fastdiv_mult(cols), ceil_log2(cols), cols)")
                for g in rep["guessed"])
     assert "packed_uint3" in (out / "kernel.metal").read_text()
-    spec = importlib.util.spec_from_file_location("kport_fd_port", out / "kernel.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_package(out, "kport_fd_port")
     x = np.arange(5 * 300, dtype=np.float32)
     got = module.run(x=x, rows=5, cols=300)  # cols_fd left out: computed from cols
     np.testing.assert_array_equal(np.asarray(got["y"]).reshape(300, 5), x.reshape(5, 300).T)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import textwrap
 
 from agent.host_launch import find_launches
-from tests.cli import kport
+from tests.cli import kport, load_package
 
 
 def _port(tmp_path, src: str, kernel: str, *flags: str):
@@ -129,7 +129,6 @@ def test_a_trailing_blank_after_an_empty_macro_does_not_hide_the_next_struct(tmp
 def test_scalars_with_cpp_defaults_take_them_and_run_may_omit_them(tmp_path):
     """Issue 15 item 4: a kernel parameter with a C++ default value (`scale = 2.0f`) is cased
     with that value, and the package's run() takes it or leaves it out."""
-    import importlib.util
 
     import numpy as np
 
@@ -141,10 +140,7 @@ def test_scalars_with_cpp_defaults_take_them_and_run_may_omit_them(tmp_path):
         }
         """, "k", "--size", "n=300")
     assert "ACCEPTED" in proc.stdout and proc.returncode == 0, proc.stdout + proc.stderr
-    spec = importlib.util.spec_from_file_location("kport_default_port",
-                                                  tmp_path / "pkg" / "kernel.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_package(tmp_path / "pkg", "kport_default_port")
     x = np.arange(10, dtype=np.float32)
     np.testing.assert_array_equal(np.asarray(module.run(x=x, n=10)["y"]), 2 * x)
     np.testing.assert_array_equal(np.asarray(module.run(x=x, n=10, scale=1, off=3)["y"]), x + 3)

@@ -6,7 +6,6 @@ takes the struct as a dict whose pointer fields are arrays."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import textwrap
 
@@ -16,7 +15,7 @@ import pytest
 import runners
 from agent.translate import translate_kernel
 from runners import structs
-from tests.cli import kport
+from tests.cli import kport, load_package
 
 SRC = textwrap.dedent("""\
     #include <cstdint>
@@ -115,9 +114,7 @@ def test_port_accepts_and_run_takes_the_struct_with_arrays(tmp_path):
     rep = json.loads((out / "report.json").read_text())
     # optional integer data (indices) is left null: random values are no valid indices
     assert any(g.startswith("params_gather: null (optional integer data") for g in rep["guessed"])
-    spec = importlib.util.spec_from_file_location("kport_ptr_port", out / "kernel.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_package(out, "kport_ptr_port")
     assert module.SPEC["args"]["params_x_ptr"]["field"] == "params.x_ptr"
     rng = np.random.default_rng(1)
     x = rng.standard_normal(2 * 40).astype(np.float32)
@@ -196,9 +193,7 @@ def test_a_params_struct_gets_contiguous_strides_and_an_in_place_shift_ports(tmp
     case = (out / "case.guessed.toml").read_text()
     assert '{ name = "x_batch_stride", dtype = "uint32", value = "dim * len" }' in case
     assert '{ name = "state_c_stride", dtype = "uint32", value = 8 }' in case
-    spec = importlib.util.spec_from_file_location("kport_shift_port", out / "kernel.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_package(out, "kport_shift_port")
     assert "params_lens" not in module.SPEC["args"]
     rng = np.random.default_rng(3)
     b, d, n = 3, 5, 2

@@ -12,17 +12,15 @@ them.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from tests.cli import kport
+from tests.cli import kport, load_package
 from tests.conformance import expert_sources
 
 # Pinned source distributions: (package, version, archive prefix to extract, pip extras)
@@ -104,7 +102,7 @@ def port_and_check(w: Wild, work: Path) -> Outcome:
     if out.verdict != "ACCEPTED":
         out.why = _first_reason(proc.stdout + proc.stderr, pkg)
         return out
-    module = _load(pkg / "kernel.py", w.id)
+    module = load_package(pkg, f"wild_{w.id}")
     for label, sizes in [("given", w.sizes), *[(f"held-out {i + 1}", s)
                                                for i, s in enumerate(w.held_out)]]:
         out.checks.append(f"{label}: {check_package(module, w, sizes)}")
@@ -148,15 +146,6 @@ def check_package(module, w: Wild, sizes: dict[str, int], seed: int = 0) -> str:
             return (f"{name}: {int(bad.sum())} of {expected.size} differ, first at {i}: "
                     f"{actual[i]} vs {expected[i]}")
     return "ok"
-
-
-def _load(path: Path, name: str):
-    safe = re.sub(r"\W", "_", name)
-    spec = importlib.util.spec_from_file_location(f"kport_wild_{safe}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def _first_reason(text: str, pkg: Path) -> str:
