@@ -51,9 +51,11 @@ _SIZE_TYPES = {"size_t": "uint64", "ptrdiff_t": "int64", "ssize_t": "int64",
                "uintptr_t": "uint64"}
 
 
-def _dtype(name: str, ctype: str, template: dict | None = None, enums=()) -> str:
+def _dtype(name: str, ctype: str, template: dict | None = None, enums=(),
+           why: str = "") -> str:
     """The dtype of an argument of C type ``ctype``; a template type parameter takes the
-    type the kernel's name gives it (``op_clamp_kernel<float>``: ``T`` is float32)."""
+    type the kernel's name gives it (``op_clamp_kernel<float>``: ``T`` is float32). ``why``:
+    what the translator said of it (a ``void *`` it could not type)."""
     words = ctype.replace("const", " ").replace("__restrict__", " ").replace("*", " ").split()
     spelled = " ".join(words)
     bound = (template or {}).get(spelled)
@@ -62,8 +64,9 @@ def _dtype(name: str, ctype: str, template: dict | None = None, enums=()) -> str
     dtype = TYPE_DTYPES.get(spelled) or _SIZE_TYPES.get(spelled) or (
         bound if bound in TYPE_DTYPES.values() else None)
     if dtype is None:
-        raise KportError(f"cannot guess the element type of argument {name!r} ({ctype!r}); "
-                         "write a case.toml for it (docs/corpus.md) and pass --case")
+        raise KportError(f"cannot guess the element type of argument {name!r} ({ctype!r})"
+                         + (f": {why}" if why else "") + "; write a case.toml for it "
+                         "(docs/corpus.md) and pass --case")
     return dtype
 
 
@@ -113,6 +116,7 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
         if launch is not None:
             guessed.append(f"kernel scalars from the host launch in {launch.host} at "
                            f"{view.where(launch.line)}: {values}")
+    typed_launch = grid is not None or block is not None
     host = launch  # the launch whose arguments say nullptr, fills and vectors
     if grid is not None or block is not None:
         launch = None  # its grid and block are not the ones typed
@@ -138,7 +142,8 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
             args.append(_struct_arg(name, *tr.structs[name], sizes, guessed, parts))
             continue
 
-        dtype = _dtype(name, tr.dtypes.get(name, ""), tr.template, enums)
+        dtype = _dtype(name, tr.dtypes.get(name, ""), tr.template, enums, next(
+            (n.split(": ", 1)[1] for n in tr.notes if n.startswith(f"{name}: a void *")), ""))
         if role == "scalar":
             if name in values:
                 value = values[name]
@@ -188,6 +193,10 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     if grid is None:
         grid = [f"ceil_div({elements}, {block[0]})", 1, 1]
         guessed.append(f"CUDA grid {grid}: one thread per element (no --grid given)")
+        if math.prod(sizes.values()) > MAX_GUESSED_THREADS:
+            raise KportError(_unfitted(
+                src_path, kernel, view, [], sizes, why="one thread per element of the product "
+                f"of the sizes would be {math.prod(sizes.values()):,} threads"))
     if shared_mem is None and "KP_SMEM_BYTES" in tr.template:
         guessed.append("dynamic shared memory 0 bytes: the kernel declares extern __shared__, "
                        "so pass --shared-mem BYTES with what the host launch gives")
@@ -200,6 +209,11 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     if flat:
         fixed, constraints = _measure_shapes(src, kernel, source, args, flat, sizes,
                                              (grid, block, shared_mem), guessed, relations)
+    if fixed and launch is None and not typed_launch and not _FLAT_INDEX.search(src):
+        # a guessed launch (one thread per element), extents no expression fits, and a kernel
+        # that computes no flat index (a block per row, as vLLM's rms_norm): the launch is
+        # not the kernel's, and the package would hold at these sizes only
+        raise KportError(_unfitted(src_path, kernel, view, args, sizes))
     variant = variant_sizes(sizes, relations)
     if fixed:
         variant = {}
@@ -231,6 +245,37 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     (folder / "case.toml").write_text(case_toml(data))
     guessed.append(f"tolerances rtol={data['check']['rtol']} atol={data['check']['atol']}")
     return load_case(folder), guessed
+
+
+# a flat thread index (`blockIdx.x * blockDim.x + threadIdx.x`, grid-stride loops): a kernel
+# one thread per element can launch
+_FLAT_INDEX = re.compile(r"\bblockIdx\.x\b[^;{}]{0,40}\bblockDim\.x\b|"
+                         r"\bblockDim\.x\b[^;{}]{0,40}\bblockIdx\.x\b")
+# a guessed launch (one thread per element of the product of the sizes) larger than this is
+# no guess worth running: the user is asked for the launch instead
+MAX_GUESSED_THREADS = 1 << 24
+
+
+def _unfitted(src_path: Path, kernel: str, view, args: list[dict], sizes: dict,
+              why: str = "") -> str:
+    """Why no port is made when the launch was guessed (one thread per element: no --grid
+    and no readable host launch) and a buffer's extent fits no expression over the sizes: a
+    package valid only at the sizes given would be wrong, or fault, at any other; or
+    (``why``) when the guessed launch itself is too large to run. Names the host launch's
+    problems."""
+    what = "; ".join(f"{a['name']}: {a['shape'][0]} elements at these sizes"
+                     for a in args if a.get("shape_guessed") and isinstance(a["shape"][0], int))
+    head = why or (f"the extent the kernel accesses fits no expression over the sizes "
+                   f"{', '.join(sizes)} ({what}), so a port would hold at these sizes only")
+    _, given = template_parts(kernel)
+    launches = [x for x in find_launches(view.text, kernel, given, sizes) if matches(x, given)]
+    launch = (f"the launch was guessed (one thread per element), as the host launch in "
+              f"{launches[0].host} at {view.where(launches[0].line)} could not be read: "
+              f"{'; '.join(launches[0].problems) or 'it uses names no --size gives'}"
+              if launches else "the launch was guessed (one thread per element): the file has "
+              "no host launch of it kport can find")
+    return (f"{src_path}: {kernel}: {head}; {launch}; pass --grid/--block as the host launches "
+            "it, --size for the names its launch uses, or --shape NAME=EXPR")
 
 
 def _fills(view, kernel: str, launch) -> dict[int, float | None]:
@@ -301,7 +346,7 @@ def _host_launch(view, kernel: str, params: list[str], ints: list[str], sizes: d
     instantiation count (``norm_f32<1024>`` is launched with other blocks than ``<32>``).
     ``config=False``: the grid and block are typed, so any launch of it gives the scalars."""
     _, given = template_parts(kernel)
-    for launch in find_launches(view.text, kernel, given):
+    for launch in find_launches(view.text, kernel, given, sizes):
         if not matches(launch, given) or (config and not launch.usable):
             continue
         used = size_names([*launch.grid, *launch.block, str(launch.shared_mem)]) \

@@ -54,6 +54,15 @@ _IDENT = re.compile(r"[A-Za-z_]\w*")
 _C_LIMITS = {"UINT8_MAX": "255", "UINT16_MAX": "65535", "INT16_MAX": "32767",
              "INT32_MAX": "2147483647", "UINT32_MAX": "4294967295", "INT_MAX": "2147483647",
              "UINT_MAX": "4294967295", "SHRT_MAX": "32767", "USHRT_MAX": "65535"}
+# the warp size a host queries (cudaDeviceProp::warpSize, ggml's device info.warp_size): 32,
+# the oracle being CUDA on NVIDIA (HIP's 64-lane wavefronts are not modelled)
+_WARP_SIZE = re.compile(r"\b[A-Za-z_]\w*\s*(?:\.|->)\s*(?:warp_size|warpSize)\b")
+# a file-scope integer constant (``constexpr int granularity = 16;`` in a namespace): a launch's
+# ``td_data::granularity`` reads it (the namespace is dropped: the first definition wins)
+_CONSTEXPR = re.compile(r"(?:^|(?<=[{;]))[ \t]*(?:static\s+)?constexpr\s+(?:const\s+)?"
+                        r"(?:unsigned\s+)?(?:int|long|size_t|int64_t|int32_t|uint32_t|uint64_t|unsigned)\s+"
+                        r"([A-Za-z_]\w*)\s*=\s*([^;{}\n]+);", re.M)
+_QUALIFIED = re.compile(r"\b(?:[A-Za-z_]\w*::)+(?=[A-Za-z_]\w*)")
 _NOT_MEMBER = re.compile(r"(?<![.\w])(?<!->)[A-Za-z_]\w*")
 # sizeof of the scalar types a launch sizes shared memory by (bytes of their MLX dtypes), and
 # of CUDA's vector types
@@ -93,15 +102,18 @@ class HostLaunch:
         return self.grid is not None and self.block is not None and self.shared_mem is not None
 
 
-def find_launches(src: str, kernel: str, given=()) -> list[HostLaunch]:
+def find_launches(src: str, kernel: str, given=(), sizes=()) -> list[HostLaunch]:
     """Every launch of ``kernel`` (its name without template arguments) in the host functions
     of ``src``, in file order: ``<<<...>>>`` launches and calls of launch helpers. ``given``:
     the kernel's template arguments, which say what a host's own type parameter is where the
-    launch passes it (``sizeof(T)`` in an argument is then its bytes)."""
-    data = blank_qualifier_macros(expand_unbalanced_macros(src)).encode()
+    launch passes it (``sizeof(T)`` in an argument is then its bytes). ``sizes``: the size
+    names the user gave; one that names a host local stands for it (llama.cpp's hosts take
+    tensors and compute ``total = T_out * OC`` from them: ``--size total=486`` says it)."""
+    data = blank_qualifier_macros(expand_unbalanced_macros(src, launches=True)).encode()
     root = parse(data, "cuda")
     macros = _C_LIMITS | {m[1]: m[2].split("//")[0].strip() for m in _OBJECT_MACRO.finditer(src)}
-    name = kernel.split("<")[0].strip()
+    macros |= {m[1]: m[2].strip() for m in _CONSTEXPR.finditer(src) if m[1] not in macros}
+    name = _bare(kernel)
     helpers = _launch_helpers(root, data)
     found = []
     for fn in (n for n in _walk(root) if n.type == "function_definition"):
@@ -110,15 +122,21 @@ def find_launches(src: str, kernel: str, given=()) -> list[HostLaunch]:
             callee = call.child_by_field_name("function")
             if callee is None:
                 continue
-            if config is not None and _text(callee, data).split("<")[0].strip() == name:
-                found.append(_launch(fn, call, config, data, macros, given))
-            elif config is None and _text(callee, data).split("<")[0].strip() in helpers:
+            if config is not None and _bare(_text(callee, data)) == name:
+                found.append(_launch(fn, call, config, data, macros, given, sizes))
+            elif config is None and _bare(_text(callee, data)) in helpers:
                 args = call.child_by_field_name("arguments")
                 parts = [a for a in (args.named_children if args else [])
                          if a.type != "comment"]
-                if len(parts) >= 2 and _text(parts[0], data).split("<")[0].strip() == name:
-                    found.append(_helper_launch(fn, call, parts, data, macros, given))
+                if len(parts) >= 2 and _bare(_text(parts[0], data)) == name:
+                    found.append(_helper_launch(fn, call, parts, data, macros, given,
+                                                            sizes))
     return found
+
+
+def _bare(callee: str) -> str:
+    """A kernel's name without template arguments or namespace (``vllm::k<float>``: k)."""
+    return callee.split("<")[0].split("::")[-1].strip()
 
 
 def instantiations(src: str, kernel: str, launches: list[HostLaunch] | None = None) -> list[str]:
@@ -192,16 +210,9 @@ def _host_params(fn, data: bytes) -> tuple[str, list[str], set[str]]:
     declarator = fn.child_by_field_name("declarator")
     while declarator is not None and declarator.type != "function_declarator":
         declarator = declarator.child_by_field_name("declarator")
-    params, host = [], "?"
-    if declarator is not None:
-        host = _text(declarator.child_by_field_name("declarator"), data)
-        plist = declarator.child_by_field_name("parameters")
-        for p in plist.named_children if plist else []:
-            if p.type in PARAMETER_NODES:
-                ids = [x for x in _walk(p) if x.type == "identifier"]
-                if ids:
-                    params.append(_text(ids[-1] if p.type == PARAMETER_NODES[0] else ids[0],
-                                        data))
+    host = _text(declarator.child_by_field_name("declarator"), data) \
+        if declarator is not None else "?"
+    params = [_text(name, data) for _, name in _param_names(fn, data)]
     tparams = set()
     if fn.parent is not None and fn.parent.type == "template_declaration":
         plist = fn.parent.child_by_field_name("parameters")
@@ -209,8 +220,8 @@ def _host_params(fn, data: bytes) -> tuple[str, list[str], set[str]]:
             ids = [x for x in _walk(p) if x.type in ("identifier", "type_identifier")]
             if ids:
                 tparams.add(_text(ids[-1], data))
-    if "AT_DISPATCH_" in _text(fn, data):  # PyTorch's dispatch macros choose `scalar_t` at
-        tparams.add("scalar_t")  # run time, as a host's own type parameter would be
+    if re.search(r"\w*DISPATCH\w*\s*\(", _text(fn, data)):  # PyTorch's AT_DISPATCH_* (and
+        tparams.add("scalar_t")  # wrappers: VLLM_DISPATCH_*) choose `scalar_t` at run time
     return host, params, tparams
 
 
@@ -248,6 +259,53 @@ def _type_sizes(callee_text: str, template_args, given) -> dict[str, int]:
     return out
 
 
+def _deduced_types(fn, kernel_text: str, passed: list, given, data: bytes) -> dict[str, int]:
+    """Bytes of the host's own type parameters where a launch without ``<...>`` lets C++ deduce
+    the kernel's from the arguments: llama.cpp's ``cumsum_cuda<T>(const T * src, ...)``
+    launches ``cumsum_kernel<<<...>>>(src, ...)``, whose ``const T * src`` makes the host's T
+    the kernel's T (``given``: the kernel's template arguments the user named)."""
+    root = fn
+    while root.parent is not None:
+        root = root.parent
+    name = kernel_text.split("<")[0].strip()
+    kernel = next((t for t in _walk(root) if t.type == "template_declaration" and any(
+        c.type == "function_definition" and _host_params(c, data)[0] == name
+        for c in t.named_children)), None)
+    if kernel is None or not given:
+        return {}
+    plist = kernel.child_by_field_name("parameters")
+    kparams = [_text(ids[-1], data) for p in (plist.named_children if plist else [])
+               if (ids := [x for x in _walk(p) if x.type in ("identifier", "type_identifier")])]
+    kfn = next(c for c in kernel.named_children if c.type == "function_definition")
+    host_decl = {_text(n, data): _text(p, data) for p, n in _param_names(fn, data)}
+    _, _, host_tparams = _host_params(fn, data)
+    out = {}
+    for (decl, _), arg in zip(_param_names(kfn, data), passed, strict=False):
+        for k, tparam in enumerate(kparams[:len(given)]):
+            scalar = " ".join(given[k].split())
+            if scalar not in _BYTES or tparam not in _IDENT.findall(_text(decl, data)):
+                continue
+            for host_t in _IDENT.findall(host_decl.get(_text(arg, data).strip(), "")):
+                if host_t in host_tparams:
+                    out[host_t] = _BYTES[scalar]
+    return out
+
+
+def _param_names(fn, data: bytes) -> list[tuple]:
+    """(parameter node, its name node) of function ``fn``, in order."""
+    declarator = fn.child_by_field_name("declarator")
+    while declarator is not None and declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    plist = declarator.child_by_field_name("parameters") if declarator is not None else None
+    out = []
+    for p in plist.named_children if plist else []:
+        if p.type in PARAMETER_NODES:
+            ids = [x for x in _walk(p) if x.type == "identifier"]
+            if ids:
+                out.append((p, ids[-1] if p.type == PARAMETER_NODES[0] else ids[0]))
+    return out
+
+
 def _typed(text: str, types: dict[str, int]) -> str:
     for name, size in types.items():
         text = re.sub(rf"\bsizeof\s*\(\s*{re.escape(name)}\s*\)", str(size), text)
@@ -255,7 +313,7 @@ def _typed(text: str, types: dict[str, int]) -> str:
 
 
 def _helper_launch(fn, call, parts, data: bytes, macros: dict[str, str],
-                   given=()) -> HostLaunch:
+                   given=(), sizes=()) -> HostLaunch:
     """A launch through a helper: ``helper(kernel<...>, params, args...)``, the launch
     configuration the first three arguments of the constructor (or braced list) that built
     the local ``params``."""
@@ -271,7 +329,7 @@ def _helper_launch(fn, call, parts, data: bytes, macros: dict[str, str],
         return texts if len(texts) > 1 else [*texts, "1"]
 
     return _read_launch(fn, call, _text(parts[0], data), config, parts[2:], data, macros, given,
-                        f"the launch parameters {name!r} are not a local built from a "
+                        sizes, f"the launch parameters {name!r} are not a local built from a "
                         "constructor call or a braced list")
 
 
@@ -291,22 +349,25 @@ def _dims(text: str, local: dict, macros: dict[str, str], params: list[str],
     return None if any(d is None for d in dims) else dims
 
 
-def _launch(fn, call, config, data: bytes, macros: dict[str, str], given=()) -> HostLaunch:
+def _launch(fn, call, config, data: bytes, macros: dict[str, str], given=(),
+            sizes=()) -> HostLaunch:
     """A ``kernel<<<grid, block, smem, stream>>>(args)`` launch."""
     texts = [_text(c, data) for c in config.named_children if c.type != "comment"]
     args = call.child_by_field_name("arguments")
     return _read_launch(fn, call, _text(call.child_by_field_name("function"), data),
                         lambda local: texts, [a for a in (args.named_children if args else [])
-                                              if a.type != "comment"], data, macros, given, "")
+                                              if a.type != "comment"], data, macros, given,
+                        sizes, "")
 
 
 def _read_launch(fn, call, kernel_text: str, config, passed: list, data: bytes,
-                 macros: dict[str, str], given, unreadable: str) -> HostLaunch:
+                 macros: dict[str, str], given, sizes, unreadable: str) -> HostLaunch:
     """The launch of ``call`` in host function ``fn``: ``config(locals)`` gives the texts of
     grid, block and shared memory (None when it cannot: ``unreadable`` says why), ``passed``
-    the kernel's argument nodes."""
+    the kernel's argument nodes. A local named in ``sizes`` is a size like a parameter."""
     host, params, tparams = _host_params(fn, data)
     local = _locals(fn, call.start_byte, data)
+    params += [s for s in sizes if s in local and s not in params]
     out = HostLaunch(host, call.start_point[0] + 1, params)
     out.template_args = _template_args(kernel_text, tparams, local, macros, params)
     texts = config(local)
@@ -314,11 +375,12 @@ def _read_launch(fn, call, kernel_text: str, config, passed: list, data: bytes,
         out.grid = out.block = None
         out.problems.append(unreadable)
         return out
+    types = _type_sizes(kernel_text, out.template_args, given) if out.template_args is not None \
+        else _deduced_types(fn, kernel_text, passed, given, data)
     out.grid = _dims(texts[0], local, macros, params, out.problems)
     out.block = _dims(texts[1], local, macros, params, out.problems) if len(texts) > 1 else None
     if len(texts) > 2:
-        out.shared_mem = _size_expr(texts[2], local, macros, params, out.problems)
-    types = _type_sizes(kernel_text, out.template_args, given)
+        out.shared_mem = _size_expr(texts[2], local, macros, params, out.problems, types)
     out.args = [_size_expr(_text(a, data), local, macros, params, [], types) for a in passed]
     out.arg_texts = [_text(a, data) for a in passed]
     for i, a in enumerate(passed):
@@ -383,7 +445,39 @@ def _locals(fn, before: int, data: bytes) -> dict[str, str | list[str]]:
                 out[_text(var, data)] = (dims + ["1", "1", "1"])[:3]
             else:
                 out[_text(var, data)] = _text(value, data)
+    for node in _walk(fn):
+        if node.type == "assignment_expression" and node.end_byte <= before:
+            _assign(node, out, before, data)
     return out
+
+
+_BLOCKS = ("compound_statement", "case_statement", "if_statement", "for_statement",
+           "while_statement", "do_statement", "for_range_loop")
+
+
+def _assign(node, local: dict, before: int, data: bytes) -> None:
+    """A local's value after ``x = e`` / ``x op= e`` (file order): the new expression where the
+    assignment runs whenever the launch at byte ``before`` does (its block holds the launch:
+    llama.cpp's ``block_size = std::min(block_size, CUDA_CUMSUM_BLOCK_SIZE)``), else the local
+    is unknown (assigned in a branch the launch may not take: the launch is not read from it)."""
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    name = _text(left, data).strip() if left is not None and left.type == "identifier" else None
+    if name not in local or right is None:
+        return
+    block = node.parent
+    while block is not None and block.type not in _BLOCKS:
+        block = block.parent
+    if block is None or not block.start_byte <= before < block.end_byte or \
+            isinstance(local[name], list):
+        del local[name]
+        local[f"#{name}"] = f"{name} is assigned in a branch the launch may not take (line " \
+                            f"{node.start_point[0] + 1})"
+        return
+    op = _text(node.child_by_field_name("operator"), data).strip() \
+        if node.child_by_field_name("operator") is not None else "="
+    value = _text(right, data) if op == "=" else f"{name} {op[:-1]} ({_text(right, data)})"
+    old = f"({local[name]})"  # the value before: `b = min(b, 256)` reads it
+    local[name] = _NOT_MEMBER.sub(lambda m: old if m[0] == name else m[0], value)
 
 
 def size_names(exprs: list[str]) -> list[str]:
@@ -402,6 +496,9 @@ def _size_expr(text: str, local: dict, macros: dict[str, str], params: list[str]
     """``text`` as a size expression over ``params``, or None (a reason in ``problems``)."""
     for _ in range(8):  # locals and macros, a few levels deep
         changed = False
+        text = _WARP_SIZE.sub("32", text)
+        text = _QUALIFIED.sub(lambda m: "" if m[0] != "std::" else m[0], text)  # ns::name
+        text = re.sub(r"\b(min|max)\s*<[^<>()]*>\s*\(", r"\1(", text)  # std::min<int64_t>(
 
         def member(m: re.Match) -> str:  # `block_dims.x` of a dim3 local
             nonlocal changed
@@ -442,7 +539,9 @@ def _size_expr(text: str, local: dict, macros: dict[str, str], params: list[str]
                ast.GtE, ast.Eq, ast.NotEq)
     if not all(isinstance(n, allowed) for n in ast.walk(tree)) or names - set(params):
         problems.append(f"{text.strip()!r} depends on "
-                        f"{', '.join(sorted(names - set(params))) or 'what sizes cannot say'}")
+                        f"{', '.join(sorted(names - set(params))) or 'what sizes cannot say'}"
+                        + "".join(f": {local[f'#{n}']}" for n in sorted(names - set(params))
+                                  if f"#{n}" in local))
         return None
     return " ".join(text.split())
 
@@ -456,7 +555,10 @@ def _ternaries(text: str) -> str:
         if ch == "?" and q is None:
             q, qdepth = i, depth
         elif ch == ":" and q is not None and depth == qdepth:
-            start = text.rfind("(", 0, q) + 1 if qdepth else 0
+            start, level = q, 0  # after the `(` that holds the whole `c ? a : b`
+            while start > 0 and not (text[start - 1] == "(" and level == 0):
+                level += (text[start - 1] == ")") - (text[start - 1] == "(")
+                start -= 1
             end = i + 1
             level = 0
             while end < len(text) and not (text[end] == ")" and level == 0):

@@ -15,7 +15,7 @@ BODY = ""
 HEADER = ""
 SPEC: dict = {"params": [], "args": {}, "sizes": [], "size_args": {}, "inputs": [],
               "outputs": [], "out_args": {}, "grid": [1, 1, 1], "threadgroup": [1, 1, 1],
-              "template": {}, "atomic_outputs": False, "init_value": None}
+              "template": {}, "atomic_outputs": False, "init_value": None, "names": {}}
 # --- kport: end of port data ---
 
 STORAGE = {"float32": "float32", "float16": "float16", "bfloat16": "uint16", "bool": "bool",
@@ -43,8 +43,11 @@ def kernel():
         except ImportError:
             raise RuntimeError("no Metal GPU here and kport's simulator is not importable: "
                                "run on Apple Silicon, or install kport") from None
-    return make(name=KERNEL, input_names=SPEC["inputs"], output_names=SPEC["outputs"],
-                source=BODY, header=HEADER, atomic_outputs=SPEC["atomic_outputs"])
+    # an argument Metal cannot name as CUDA does (`kernel`) has the port's name there
+    metal = SPEC["names"]
+    return make(name=KERNEL, input_names=[metal.get(n, n) for n in SPEC["inputs"]],
+                output_names=[metal.get(n, n) for n in SPEC["outputs"]], source=BODY,
+                header=HEADER, atomic_outputs=SPEC["atomic_outputs"])
 
 
 def _mx_dtype(dtype: str):
@@ -174,9 +177,9 @@ def _bind(kwargs: dict) -> tuple[dict, dict]:
             continue
         if a.get("shape_guessed"):  # no measured extent to hold the caller's array to
             continue
-        if a["role"] == "in" and arr.ndim == 1:  # a kernel reads a flat buffer's first
-            want = int(evaluate(a["shape"][0], sizes))  # elements: a longer one is fine
-            if arr.shape[0] < want:
+        if a["role"] in ("in", "inout") and arr.ndim == 1:  # a kernel reads (and updates) a
+            want = int(evaluate(a["shape"][0], sizes))  # flat buffer's first elements: a longer
+            if arr.shape[0] < want:  # one is fine (an in-place one comes back whole)
                 raise ValueError(f"{name}: expected at least {want} elements {a['shape']} at "
                                  f"sizes {sizes}, got {arr.shape[0]}")
         elif a["role"] in ("in", "inout"):
@@ -250,14 +253,39 @@ def run(**kwargs) -> dict:
     extra = {"template": template} if template else {}
     if SPEC["init_value"] is not None:
         extra["init_value"] = SPEC["init_value"]
-    results = kernel()(
+    call = dict(
         inputs=[_device(values[n]) for n in SPEC["inputs"]],
-        output_shapes=[tuple(int(evaluate(e, sizes)) for e in a["shape"]) for a in outs],
+        output_shapes=[tuple(values[SPEC["out_args"][o]].shape) if a["role"] == "inout"
+                       else tuple(int(evaluate(e, sizes)) for e in a["shape"])
+                       for o, a in zip(SPEC["outputs"], outs, strict=True)],
         output_dtypes=[_mx_dtype(a["dtype"]) for a in outs],
         grid=tuple(int(evaluate(e, sizes)) for e in SPEC["grid"]),
         threadgroup=tuple(int(evaluate(e, sizes)) for e in SPEC["threadgroup"]), **extra)
+    inplace = [i for i, a in enumerate(outs) if a["role"] == "inout"]
+    if inplace and not SPEC["atomic_outputs"] and SPEC["init_value"] is None:
+        results = _in_place(call, {i: values[SPEC["out_args"][SPEC["outputs"][i]]]
+                                   for i in inplace})
+    else:
+        results = kernel()(**call)
     return {args[SPEC["out_args"][o]].get("field") or SPEC["out_args"][o]: r
             for o, r in zip(SPEC["outputs"], results, strict=True)}
+
+
+def _in_place(call: dict, given: dict) -> list:
+    """The outputs of a kernel that updates arrays in place: MLX's outputs are fresh arrays,
+    so the elements the kernel leaves alone (gaps: vLLM's rotary embedding rotates the first
+    rot_dim of each head) would be garbage. The kernel runs twice, its outputs starting as 0
+    and as 1: an element equal, bit for bit, in both runs was written; any other keeps the
+    caller's value (docs/translate.md "In-place arrays")."""
+    import mlx.core as mx
+
+    zero, one = kernel()(**call, init_value=0), kernel()(**call, init_value=1)
+    out = list(zero)
+    for i in given:  # the in-place outputs, by index: the caller's arrays
+        bits = {1: mx.uint8, 2: mx.uint16, 4: mx.uint32, 8: mx.uint64}[zero[i].dtype.size]
+        written = zero[i].view(bits) == one[i].view(bits)
+        out[i] = mx.where(written, zero[i], mx.array(given[i]).reshape(zero[i].shape))
+    return out
 
 
 def as_numpy(name: str, value) -> np.ndarray:

@@ -89,6 +89,7 @@ class _Runner:
         self.args, self.launch = args, launch
         self.elements: int = START_ELEMENTS
         self.runs = 0
+        self.seed = 2  # the next random size set's seed (agent.shape_probe._another)
         self.started = time.monotonic()
 
     def extents(self, sizes: dict[str, int]) -> dict[str, int] | None:
@@ -261,9 +262,12 @@ def _fit(runner: _Runner, buffers: list[str], sizes: dict[str, int], base: dict,
                    if not any(sz[n] != sizes[n] for n in coupled)] + [joint]
     check = rel.keep(_another(sizes, 1, coupled))
     at_check = runner.extents(check)
+    movers = {b: [n for n in names if doubled[n] is None or doubled[n][b] != base[b]]
+              for b in buffers}
+    _hidden_movers(runner, buffers, sizes, names, movers, samples, rel)
     shapes, unfitted = {}, {}
     for b in buffers:
-        moved = [n for n in names if doubled[n] is None or doubled[n][b] != base[b]]
+        moved = movers[b]
         expr = None
         if not moved:
             expr = str(base[b])
@@ -282,6 +286,38 @@ def _fit(runner: _Runner, buffers: list[str], sizes: dict[str, int], base: dict,
         else:
             shapes[b] = expr
     return shapes, unfitted
+
+
+def _hidden_movers(runner: _Runner, buffers: list[str], sizes: dict[str, int], names: list[str],
+                   movers: dict[str, list[str]], samples: list, rel: SizeRelations) -> None:
+    """Add to ``movers`` the sizes that move a buffer's extent only once other sizes have
+    moved: a stride times a count of 1 (llama.cpp's ``i3 * s03`` with ``ne03 == 1``: doubling
+    s03 alone moves nothing). Measured where every size that moves some buffer is doubled:
+    once with all the others doubled too, then each of those alone where that changed an
+    extent. The runs join ``samples``."""
+    moving = sorted({n for ns in movers.values() for n in ns}, key=names.index)
+    still = [n for n in names if n not in moving]
+    if not moving or not still:
+        return
+    at = rel.keep({**sizes, **{n: _double(sizes[n]) for n in moving}})
+    there = runner.extents(at)
+    every = rel.keep({**at, **{n: _double(at[n]) for n in still}})
+    got = runner.extents(every) if there is not None else None
+    if got is None:
+        return
+    samples += [(at, there), (every, got)]
+    changed = [b for b in buffers if got[b] != there[b]]
+    if not changed:
+        return
+    for n in still:
+        alone = rel.keep({**at, n: _double(at[n])})
+        moved = runner.extents(alone)
+        if moved is None:
+            continue
+        samples.append((alone, moved))
+        for b in changed:
+            if moved[b] != there[b] and n not in movers[b]:
+                movers[b].append(n)
 
 
 def _double(v: int) -> int:  # keeps the sign of a negative shift
@@ -372,14 +408,14 @@ def _linear_fit(buffer: str, moved: list[str], sizes: dict[str, int],
         return m / np.maximum(np.abs(m).max(axis=0), 1.0) if len(m) else m
 
     rows = [(s, e) for s, e in samples if e is not None]
-    seed = 2
     while runner.runs < MAX_RUNS and (len(rows) < len(terms) + 2 or np.linalg.matrix_rank(
-            matrix(rows[:-2])) < len(terms)) and seed < 2 + 4 * MAX_RUNS:
-        at = rel.keep(_another(sizes, seed, coupled))
-        seed += 1
+            matrix(rows[:-2])) < len(terms)) and runner.seed < 2 + 4 * MAX_RUNS:
+        at = rel.keep(_another(sizes, runner.seed, coupled))
+        runner.seed += 1  # the next buffer's fit reuses these runs and makes new ones
         got = runner.extents(at)
         if got is not None:
             rows.append((at, got))
+            samples.append((at, got))
     fit_rows = rows[:-2]  # the last two only verify
     if len(rows) < len(terms) + 2 or np.linalg.matrix_rank(matrix(fit_rows)) < len(terms):
         return None

@@ -12,8 +12,12 @@ once per member with that stride 1 and the group's others 0: the array's access 
 how far the kernel indexes that dimension. The innermost stride is 1 and each outer one the
 product of the extents inside it; an extent that equals exactly one given size is written as
 that size (one no size equals, as a constant: a kernel's fixed width), so the strides follow the
-sizes (``x_c_stride = seqlen``, ``x_batch_stride = dim * seqlen``). A dimension the kernel never
-indexes leaves the group as it was.
+sizes (``x_c_stride = seqlen``, ``x_batch_stride = dim * seqlen``). A kernel that reads its
+rows whole without the innermost stride (causal-conv1d's forward kernel loads ``x`` in chunks,
+never reading ``x_l_stride``) reads a row's elements in every run: one more run with all the
+group's strides 0 measures that row, which is then the innermost dimension's extent, and an
+outer run counts only what it adds beyond it (else ``x_batch_stride`` became ``(dim - 1 +
+seqlen) * seqlen``). A dimension the kernel never indexes leaves the group as it was.
 
 An in-place array whose rows leave gaps is still a limit: elements no thread writes keep their
 values in CUDA, but an MLX output is fresh, so contiguous strides matter for the port too.
@@ -57,7 +61,7 @@ def measure_strides(code: str, kernel: str, filename: str, args: list[dict], siz
             if array is None:
                 continue
             extents = []
-            for member in members:
+            for member in [None, *members]:  # None: every stride 0 (the base run)
                 probe = _with_values(args, s["name"], {m: int(m == member) for m in members})
                 runner = runner or extents_runner(code, kernel, filename, probe, launch)
                 runner.args = probe
@@ -65,6 +69,7 @@ def measure_strides(code: str, kernel: str, filename: str, args: list[dict], siz
                 extents.append(got.get(array, 0) if got else 0)
             if min(extents) < 1:
                 continue  # a dimension it does not index (or a run that failed)
+            extents = _counts(extents[0], extents[1:])
             stride, values = 1, {}
             for member, extent in reversed(list(zip(members, extents, strict=True))):
                 values[member] = stride
@@ -73,6 +78,15 @@ def measure_strides(code: str, kernel: str, filename: str, args: list[dict], siz
                 {m: _as_sizes(v, extents[members.index(m) + 1:], sizes)
                  for m, v in values.items()})
     return out
+
+
+def _counts(base: int, extents: list[int]) -> list[int]:
+    """How far the kernel indexes each dimension, innermost last, from the access extents
+    with each stride 1 alone and ``base``, the extent with all of them 0. What the kernel reads
+    without any stride (a row read whole, ``x + chunk * 512``) belongs to the innermost
+    dimension: its extent stands; an outer one's run adds its index to those same elements,
+    so its count is what it adds beyond ``base``."""
+    return [max(e - base + 1, 1) for e in extents[:-1]] + extents[-1:]
 
 
 def _with_values(args: list[dict], struct: str, values: dict[str, int]) -> list[ArgProbe]:

@@ -48,6 +48,8 @@ class Launch(BaseModel):
     template: dict[str, int | bool | str] = Field(default_factory=dict)
     atomic_outputs: bool = False
     init_value: float | None = None
+    # an input or output whose name Metal cannot take (`kernel`) -> the port's name for it
+    names: dict[str, str] = Field(default_factory=dict)
 
     @classmethod
     def of(cls, value: Launch | Mapping) -> Launch:

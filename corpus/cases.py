@@ -65,6 +65,18 @@ class MetalSpec(BaseModel):
     template: dict[str, int | bool | str] = Field(default_factory=dict)
     init_value: float | None = None
     atomic_outputs: bool = False
+    # an input or output whose name Metal cannot take (`kernel`, an MSL keyword) -> the name
+    # the port's source gives it (what metal_kernel's input_names/output_names say)
+    names: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _renamed_arguments(self) -> MetalSpec:
+        for name, metal in self.names.items():
+            if name not in (*self.inputs, *self.outputs):
+                raise ValueError(f"names: {name!r} is no input or output of [metal]")
+            if not metal.isidentifier():
+                raise ValueError(f"names.{name}: {metal!r} is not an identifier")
+        return self
 
 
 class FieldSpec(BaseModel):

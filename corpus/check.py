@@ -245,8 +245,8 @@ def run_metal(case: CaseSpec, sizes: dict[str, int], inputs: dict):
     shapes = [tuple(int(evaluate(s, sizes, where + ".outputs")) for s in a.shape)
               for a in out_args]
     header = (case.folder / m.header).read_text() if m.header else ""
-    args = (kernel_name(case), m.inputs, m.outputs,
-            (case.folder / m.source).read_text(), header)
+    args = (kernel_name(case), [m.names.get(n, n) for n in m.inputs],
+            [m.names.get(n, n) for n in m.outputs], (case.folder / m.source).read_text(), header)
     launch = dict(
         inputs=tensors, output_shapes=shapes,
         output_dtypes=[mx_dtype(a.dtype) for a in out_args],
@@ -254,13 +254,29 @@ def run_metal(case: CaseSpec, sizes: dict[str, int], inputs: dict):
         threadgroup=tuple(launch_dims(m.threadgroup, sizes, where + ".threadgroup"))
         + (1,) * (3 - len(m.threadgroup)),
         template=_template(case, sizes) or None, init_value=m.init_value)
-    record = runners.get("metal_sim").kernel(*args, atomic_outputs=m.atomic_outputs).launch(
-        **launch)
+    sim = runners.get("metal_sim").kernel(*args, atomic_outputs=m.atomic_outputs)
+    inplace = [i for i, a in enumerate(out_args) if a.role == "inout"]
+    merge = inplace and not m.atomic_outputs and m.init_value is None
+    record = sim.launch(**(launch | {"init_value": 0} if merge else launch))
     if record.compiled and apple_compiler():
         record = _apple_gate(record, args, m.atomic_outputs, launch)
     outs = {}
     for a, arr in zip(out_args, record.outputs, strict=False):
         outs[a.name] = np.array(arr.view(mx.uint16)) if a.dtype == "bfloat16" else np.array(arr)
+    if merge and record.ok:
+        # as the package's run() does (agent/kernel_template._in_place): a second run with
+        # outputs starting as 1; an element that differs was not written and keeps the input
+        again = sim.launch(**(launch | {"init_value": 1}))
+        if not again.ok:
+            return outs, again
+        for i in (i for i in inplace if i < min(len(record.outputs), len(again.outputs))):
+            a = out_args[i]
+            other = np.array(again.outputs[i].view(mx.uint16)) if a.dtype == "bfloat16" \
+                else np.array(again.outputs[i])
+            written = outs[a.name].view(f"u{outs[a.name].itemsize}") == \
+                other.view(f"u{other.itemsize}")
+            given = np.asarray(inputs[a.name]).reshape(outs[a.name].shape)
+            outs[a.name] = np.where(written, outs[a.name], given)
     return outs, record
 
 

@@ -8,6 +8,7 @@ metal_sim and requires equal results: the knowledge is executable.
 from __future__ import annotations
 
 import functools
+import re
 import tomllib
 from pathlib import Path
 from typing import Literal
@@ -19,7 +20,20 @@ from runners.errors import KportError
 
 RULES_DIR = Path(__file__).resolve().parent / "rules" / "concepts"
 GROUPS = ("launch", "memory", "sync", "warp", "atomics", "types", "math", "intrinsics",
-          "tensor", "cooperative", "host", "debug", "fp64")
+          "tensor", "cooperative", "host", "debug", "fp64", "cub")
+# Metal libraries a port's header may carry (kb/rules/metal/NAME.metal); an example's
+# metal_header names one on a line `// kport library: NAME`, replaced by its text.
+METAL_LIBRARIES = Path(__file__).resolve().parent / "rules" / "metal"
+_LIBRARY_LINE = re.compile(r"^// kport library: (\w+)$", re.M)
+
+
+@functools.cache
+def metal_library(name: str) -> str:
+    """The text of kb/rules/metal/``name``.metal; KportError when there is none."""
+    path = METAL_LIBRARIES / f"{name}.metal"
+    if not path.is_file():
+        raise KportError(f"no Metal library {name!r}: expected {path}")
+    return path.read_text()
 
 
 class RuleError(KportError):
@@ -52,6 +66,8 @@ class Example(BaseModel):
     atol: float = 1e-6
 
     _dtype = field_validator("in_dtype", "out_dtype")(lambda v: known_dtype(v))
+    _library = field_validator("metal_header")(
+        lambda v: _LIBRARY_LINE.sub(lambda m: metal_library(m[1]), v))
 
 
 class Rule(BaseModel):

@@ -95,8 +95,9 @@ def _apple_timing(candidate: Candidate, case, sizes: dict[str, int]) -> dict | N
         grid, tg, template = launch_values(port, sizes)
         outs = [by_name[o] if o in by_name else by_name[o.removesuffix("_out")]
                 for o in port.outputs]
-        k = mlx_metal.kernel("kport_bench", port.inputs, port.outputs, port.body, port.header,
-                             atomic_outputs=port.atomic_outputs)
+        k = mlx_metal.kernel("kport_bench", [port.names.get(n, n) for n in port.inputs],
+                             [port.names.get(n, n) for n in port.outputs], port.body,
+                             port.header, atomic_outputs=port.atomic_outputs)
         make = lambda: [to_mx(Tensor(np.asarray(values[n]), by_name[n].dtype))  # noqa: E731
                         for n in port.inputs]
         stats = k.benchmark(

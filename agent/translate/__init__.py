@@ -15,6 +15,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from agent.translate import cub, init_lists, namespaces, wmma
+from agent.translate import names as msl_names
 from agent.translate.analyze import (
     C_TYPE_NAMES,
     TYPE_DTYPES,
@@ -30,6 +32,7 @@ from agent.translate.helpers import HELPERS
 from kb.concepts import load_rules
 from kb.rewrites import load_rewrites
 from kb.rules_match import _marker_tokens
+from runners import ptx
 
 # Besides the rewrite table's spellings, a rule marker counts as a CUDA construct when it is
 # one of CUDA's own names (intrinsics, runtime API, atomics, builtins, tensor-core and
@@ -80,6 +83,8 @@ class Translation:
     # a struct's pointer fields made buffers (pointer_fields.py): buffer -> "STRUCT.FIELD"
     flat: dict[str, str] = field(default_factory=dict)
     defaults: dict[str, str] = field(default_factory=dict)  # scalar -> its C++ default value
+    # an argument whose CUDA name Metal cannot take -> its name in the port (names.py)
+    names: dict[str, str] = field(default_factory=dict)
 
     @property
     def coverage(self) -> float:
@@ -139,6 +144,13 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
     ``strict=False`` leaves template parameters without values symbolic (for coverage counts).
     ``origin`` (runners.cuda_sim.reading.SourceView's) gives the file and line each line of
     ``src`` came from: each TODO then names them."""
+    src = ptx.lower_source(src).source  # inline PTX as the CUDA it means (lines kept)
+    src = init_lists.fold(src)  # std::max({a, b}): MSL has no initializer_list (lines kept)
+    renames = msl_names.plan(src)  # `kernel`, `device` ...: names Metal keeps for itself
+    if renames:
+        src = msl_names.rename(src, renames)
+        kernel = msl_names.rename_spec(kernel, renames)
+        roles = {renames.get(k, k): v for k, v in roles.items()} if roles else roles
     info = analyze_kernel(src, kernel, where, roles, strict, flatten=True)
     table = load_rewrites()
     ctx = Context(table=table, constructs=constructs())
@@ -163,6 +175,7 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
     ctx.param_types = {p: f"threadgroup {ty}*" for p, (_, _, ty, _) in info.hoisted.items()}
     ctx.hoisted_locals = {(f, local): p for p, (f, local, _, _) in info.hoisted.items()}
     ctx.tg_params = {fn: set(ix) for fn, ix in info.threadgroup_params.items()}
+    ctx.thread_params = {fn: set(ix) for fn, ix in info.thread_params.items()}
     ctx.wide = {p.name for p in info.params if p.pointer and p.type in WIDE_INTS}
     root = info.kernel_node
     while root.parent is not None:
@@ -184,7 +197,10 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
             # `constexpr int K = 8;` is refused by Apple's compiler without it
             text = "constant " + text
             ctx.rules_used.add("memory.constant_table")
-        header_parts.append(text)
+        header_parts.append((node, text))
+    # each item inside its namespaces; the kernel, at file scope in MLX, sees its own
+    header_parts = [p.rstrip("\n") for p in namespaces.wrapped(header_parts, data)]
+    header_parts.append(namespaces.kernel_scope(info.kernel_outer, data).rstrip("\n"))
     body_node = info.kernel_node.child_by_field_name("body")
     inner = Emitter(data, ctx, in_kernel=True)
     kids = body_node.children
@@ -220,6 +236,8 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
     if info.flat:
         ctx.rules_used.add("types.struct_pointer_field")
     _signature_todos(info, ctx)
+    body, header_parts = cub.apply(src, body, header_parts, ctx)
+    body, header_parts = wmma.apply(src, body, header_parts, ctx)
     header_parts = [HELPERS[h] for h in sorted(ctx.helpers)] + header_parts
     rules = {r.id: r for r in load_rules()}
     # MLX pastes the header verbatim before `template <...>` / `[[kernel]]`: without a final
@@ -232,7 +250,8 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
     for name, value in list(template.items()):
         if isinstance(value, str) and value not in TYPE_DTYPES.values() and \
                 re.search(r"[A-Za-z_]", value):
-            header_parts.append(f"#define {name} {value}  // template argument {name}")
+            header_parts.append(f"#define {name} {cub.spelled(value, ctx)}  // template "
+                                f"argument {name}")
             del template[name]
     header = "".join(f"{p}\n" for p in header_parts if p)
     tr = Translation(
@@ -262,6 +281,7 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
                         "start at 0 (init_value=0, as a cudaMemset before the launch would)")
     if info.extern_shared:
         tr.template["KP_SMEM_BYTES"] = str(shared_mem)
+    msl_names.restore(tr, renames)
     return tr
 
 
@@ -307,8 +327,10 @@ def cuda_closure(src: str, kernel: str, *, where: str = "<source>",
         text = info.data[node.start_byte:node.end_byte].decode(errors="replace")
         if node.type in ("struct_specifier", "enum_specifier", "class_specifier"):
             text += ";"
-        parts.append(f'#line {line} "{file or where}"\n{text}\n')
-    return "".join(parts)
+        parts.append((node, f'#line {line} "{file or where}"\n{text}\n'))
+    # each item inside its namespaces; the launch, at file scope, finds the kernel
+    return "".join(namespaces.wrapped(parts, info.data)) + namespaces.kernel_scope(
+        info.kernel_outer, info.data)
 
 
 def _origin(line: int, origin: list[tuple[str, int]] | None) -> tuple[int, str]:

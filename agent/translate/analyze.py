@@ -12,14 +12,29 @@ from tree_sitter import Node
 
 from agent.translate.atomics import WIDE_INTS, view_cast
 from agent.translate.closure import header_nodes
+from agent.translate.cub import THREAD_INDEX as CUB_THREAD_INDEX
+from agent.translate.cub import data_effects as cub_data_effects
+from agent.translate.cub import needs_thread_index
+from agent.translate.flow import (
+    call_effects,
+    callee_name,
+    nested_splits,
+    param_effects,
+    thread_params,
+)
+from agent.translate.inplace import pointer_locals
+from agent.translate.macro_calls import expand_macro_calls
 from agent.translate.macros import (
     blank_qualifier_macros,
     defined_macros,
     expand_unbalanced_macros,
     template_parts,
 )
+from agent.translate.overloads import select as select_kernel
 from agent.translate.pointer_fields import flatten as flatten_pointer_fields
 from agent.translate.tree import _device_code, _fn_name, _text, _walk, aliases_in
+from agent.translate.void_params import resolve as resolve_void_params
+from agent.translate.wmma import effects as wmma_effects
 from kb.parse import parse
 from kb.rewrites import load_rewrites
 from runners.errors import KportError
@@ -96,6 +111,7 @@ class KernelInfo:
     flat: list = field(default_factory=list)  # pointer_fields.Flat: struct fields flattened
     # helpers' __shared__ arrays, declared in the kernel and passed in (_hoisted_shared)
     hoisted: dict[str, tuple[str, str, str, str]] = field(default_factory=dict)
+    thread_params: dict[str, set[int]] = field(default_factory=dict)  # fn -> thread ptr params
 
 
 PARAMETER_NODES = ("parameter_declaration", "optional_parameter_declaration")
@@ -311,7 +327,7 @@ def template_params(src: str, kernel: str) -> list[tuple[str, bool, str | None]]
     """(name, is a type, default text or None) of each template parameter of function
     ``kernel`` (name without arguments) in ``src``; [] for a plain function, None when ``src``
     does not define it."""
-    data = blank_qualifier_macros(expand_unbalanced_macros(src)).encode()
+    data = blank_qualifier_macros(expand_unbalanced_macros(expand_macro_calls(src))).encode()
     funcs = _functions(parse(data, "cuda"), data)
     if kernel not in funcs:
         return None
@@ -354,7 +370,7 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
     """Everything the emitter needs about ``kernel`` in ``src``; TranslateError when it is not
     there. ``flatten``: a struct parameter's pointer fields become buffer parameters of their
     own (pointer_fields.py; what the translator needs, not the CUDA closure)."""
-    data = blank_qualifier_macros(expand_unbalanced_macros(src)).encode()
+    data = blank_qualifier_macros(expand_unbalanced_macros(expand_macro_calls(src))).encode()
     root = parse(data, "cuda")
     name, spec_args = template_parts(kernel)
     funcs = _functions(root, data)
@@ -363,7 +379,7 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
                          .split("(")[0])
         raise TranslateError(f"{where}: no kernel named {name!r}; kernels here: "
                              f"{', '.join(kernels) or 'none'}")
-    kfn, kouter = funcs[name]
+    kfn, kouter = select_kernel(root, data, name, spec_args, where, kernel) or funcs[name]
     params = _params(kfn, data)
     template = _template(kouter, spec_args, data, where, strict)
     # struct parameters read before any flattening: pointer fields are still pointers there
@@ -377,9 +393,13 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
             data = flattened
             root = parse(data, "cuda")
             funcs = _functions(root, data)
-            kfn, kouter = funcs[name]
+            kfn, kouter = select_kernel(root, data, name, spec_args, where, kernel) or \
+                funcs[name]
             params = _params(kfn, data)
     body = kfn.child_by_field_name("body")
+    why, void_notes = resolve_void_params(params, body, data, where)  # `const void * src0`
+    if why:
+        raise TranslateError(why)
     # the functions the kernel calls, transitively, callees first
     order: list[str] = []
 
@@ -389,9 +409,7 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
                 f = n.child_by_field_name("function")
                 if f is None:
                     continue
-                if f.type == "template_function":
-                    f = f.child_by_field_name("name") or f
-                callee = _text(f, data).split("::")[-1]
+                callee = callee_name(f, data)
                 if callee in funcs and callee not in order and callee != name:
                     order.append(callee)
                     visit(funcs[callee][0])
@@ -400,23 +418,27 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
 
     visit(kfn)
     callee_nodes = {n: funcs[n] for n in order}
-    writes_through = _mutable_params(callee_nodes, data,
-                                     ("pointer_declarator", "reference_declarator"))
+    # what each callee does through its pointer parameters, to any depth (flow.py); a
+    # non-const reference is written
+    effects = wmma_effects(data) | param_effects(root, data, set(order))  # wmma's: wmma.py
+    writes_through = {f: {i for i, e in effects.get(f, {}).items() if e.writes} | refs
+                      for f, refs in _mutable_params(callee_nodes, data,
+                                                     ("reference_declarator",)).items()}
     info = KernelInfo(data, name, kfn, kouter, params, {}, {}, [], [], [], [], [],
-                      template)
+                      template, notes=void_notes)
     written: dict[str, int] = {}
     read: dict[str, int] = {}  # the first place each is read (a byte offset)
 
     def note_read(name: str, node: Node) -> None:
         read[name] = min(read.get(name, node.start_byte), node.start_byte)
     atomic_roots: set[str] = set()
-    pointer_params = {p.name for p in params if p.pointer}
+    pointer_params = {p.name for p in params if p.pointer} | pointer_locals(body, data)
     for n in _walk(body):
         if n.type in ("assignment_expression", "update_expression"):
             target = n.child_by_field_name("left") or n.child_by_field_name("argument")
             r = root_name(target, data) if target is not None else None
             if target is not None and target.type == "identifier" and r in pointer_params:
-                continue  # `dst += offset`: moves the pointer, neither reads nor writes data
+                continue  # `dst += offset`, `x += 512`: moves the pointer, no data moves
             if r:  # a write takes effect at the end of its expression (x[i] = x[i] + 1)
                 written[r] = min(written.get(r, n.end_byte), n.end_byte)
                 op = n.child_by_field_name("operator")
@@ -432,9 +454,10 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
                 if r:  # through a cast (`(int *) dst`) the buffer stays plain: a view of it
                     (info.atomic_views if view_cast(args[0], data) else atomic_roots).add(r)
                     written[r] = min(written.get(r, n.end_byte), n.end_byte)
-            for i in writes_through.get(fname, ()):
-                if i < len(args) and (r := root_name(args[i], data)):
+            for r, e in call_effects(n, data, effects, writes_through):
+                if e.writes:
                     written[r] = min(written.get(r, n.end_byte), n.end_byte)
+                if e.read_first or e.reads and not e.writes:
                     note_read(r, n)
         elif n.type == "subscript_expression" or (n.type == "pointer_expression"
                                                   and _text(n, data).startswith("*")):
@@ -449,6 +472,10 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
                 note_read(r, n)
         elif n.type == "declaration" and "__shared__" in _text(n, data):
             _shared_decl(n, data, info)
+    for r, end, writes in cub_data_effects(data[body.start_byte:body.end_byte].decode(
+            "latin-1"), data.decode("latin-1")):  # CUB's Load and Store (cub.py)
+        seen = written if writes else read
+        seen[r] = min(seen.get(r, body.start_byte + end), body.start_byte + end)
     for cname in order:  # shared memory declared inside the functions the kernel calls
         for n in _walk(funcs[cname][0]):
             if n.type == "declaration" and "__shared__" in _text(n, data):
@@ -531,12 +558,13 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
         if n.type != "call_expression":
             continue
         f = n.child_by_field_name("function")
-        fname = _text(f, data).split("<")[0] if f is not None else ""
+        fname = callee_name(f, data) if f is not None else ""
         args = n.child_by_field_name("arguments")
         for i in writes_through.get(fname, ()):
             if args is not None and i < len(args.named_children) and \
                     root_name(args.named_children[i], data) in viewed:
                 info.split_params.setdefault(fname, set()).add(i)
+    info.split_params = nested_splits(info.split_params, funcs, data, writes_through)
     refs = _mutable_params(callee_nodes, data, ("reference_declarator",))
     info.ref_params = {f: ix for f, ix in refs.items() if ix}
     info.split_params = {f: ix - info.ref_params.get(f, set())
@@ -576,9 +604,20 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
     for fname, local in {(f, local) for f, local, _, _ in info.hoisted.values()}:
         for callee, ix in _threadgroup_params(funcs[fname][0], {local}, data, funcs).items():
             info.threadgroup_params.setdefault(callee, set()).update(ix)
+    info.thread_params = thread_params([body, *(funcs[n][0] for n in order)], funcs, data)
     info.header_nodes = header_nodes(root, data, kouter, set(order), [funcs[n][1] for n in order],
-                                      set(re.findall(r"[A-Za-z_]\w*", ",".join(spec_args))))
+                                      set(re.findall(r"[A-Za-z_]\w*", ",".join(spec_args))),
+                                      known=info.known_names, where=where,
+                                      bindings=_spelled_bindings(kouter, spec_args, data))
     return info
+
+
+def _spelled_bindings(outer: Node, spec_args: list[str], data: bytes) -> dict[str, str]:
+    """The kernel's template parameters -> its arguments as spelled."""
+    if outer.type != "template_declaration":
+        return {}
+    names = [n for n, _, _ in _template_params(outer.child_by_field_name("parameters"), data)]
+    return dict(zip(names, spec_args, strict=False))
 
 
 _NAMED = ("struct_specifier", "class_specifier", "enum_specifier", "union_specifier",
@@ -668,6 +707,8 @@ def _attribute_params(callees: dict[str, tuple[Node, Node]], order: list[str],
     calls: dict[str, set[str]] = {}
     for name, (fn, _) in callees.items():
         uses = {k for k, (f, *_) in (hoisted or {}).items() if f == name}
+        if needs_thread_index(_text(fn, data), data.decode(errors="replace")):
+            uses.add(CUB_THREAD_INDEX)  # a CUB collective made here (cub.py)
         cs = set()
         for n in _walk(fn):
             t = _text(n, data) if n.child_count == 0 else ""

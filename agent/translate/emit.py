@@ -15,11 +15,17 @@ from dataclasses import dataclass, field
 
 from tree_sitter import Node
 
+from agent.translate import wmma
 from agent.translate.analyze import PARAMETER_NODES, root_name
 from agent.translate.atomics import RELAXED, AtomicRewrites
+from agent.translate.cub import MEMBERS as CUB_MEMBERS
+from agent.translate.cub import NAMESPACE as CUB_NAMESPACE
 from agent.translate.folding import Value, constexpr_values, fold
 from agent.translate.helpers import HELPERS
 from agent.translate.inplace import InPlace
+from agent.translate.param_spaces import HelperParamSpaces
+from agent.translate.shared_align import aligned_shared
+from agent.translate.thread_casts import declarator_kinds, in_thread_memory
 from kb.rewrites import RewriteTable
 from runners.metal_sim.codegen import ATTRIBUTES as MLX_ATTRIBUTES
 
@@ -64,6 +70,7 @@ class Context:
     param_types: dict[str, str] = field(default_factory=dict)
     hoisted_locals: dict[tuple[str, str], str] = field(default_factory=dict)  # (fn, local) ->
     tg_params: dict[str, set[int]] = field(default_factory=dict)  # fn -> threadgroup ptr params
+    thread_params: dict[str, set[int]] = field(default_factory=dict)  # fn -> thread ptr params
     smem_sizes: dict[str, str] = field(default_factory=dict)  # extern shared name -> size expr
     helpers: set[str] = field(default_factory=set)  # HELPERS the header must define
     mapped: Counter = field(default_factory=Counter)
@@ -79,7 +86,7 @@ class Context:
     kernel_constants: dict[str, Value] = field(default_factory=dict)
 
 
-class Emitter(AtomicRewrites, InPlace):
+class Emitter(AtomicRewrites, InPlace, HelperParamSpaces):
     def __init__(self, data: bytes, ctx: Context, in_kernel: bool):
         self.data, self.ctx, self.in_kernel = data, ctx, in_kernel
         self.replaced: dict[tuple[int, int], str] = {}  # (start, end byte) -> Metal text
@@ -92,6 +99,8 @@ class Emitter(AtomicRewrites, InPlace):
         """``node`` as Metal."""
         if (node.start_byte, node.end_byte) in self.replaced:
             return self.replaced[(node.start_byte, node.end_byte)]
+        if node.type == "gnu_asm_expression":  # PTX runners/ptx.py did not lower
+            return self._todo("asm", "intrinsics.inline_ptx", node, "PTX kport does not lower")
         special = self._special(node)
         if special is not None:
             return special
@@ -140,10 +149,18 @@ class Emitter(AtomicRewrites, InPlace):
         if rewrite is not None:
             self._mapped(f"{scope}::{member}", rewrite.rule)
             return rewrite.to
+        if scope == "cub" and scope not in self.ctx.known:  # kport's CUB in Metal (cub.py)
+            if member in CUB_MEMBERS:
+                self._mapped(f"cub::{member}", CUB_MEMBERS[member])
+                return CUB_NAMESPACE
+            return self._todo(f"cub::{member}", "types.unknown_name", node,
+                              f"kport's Metal CUB has no cub::{member}")
         if scope == "std":
             return self._todo(f"std::{member}", "types.std_library", node,
                               f"MSL has no std::{member}")
-        if scope in self.ctx.constructs and scope not in self.ctx.known:  # nvcuda::wmma
+        if scope in wmma.SCOPES and scope not in self.ctx.known:  # kport's wmma (wmma.py)
+            return wmma.scope(self, node, scope, member)
+        if scope in self.ctx.constructs and scope not in self.ctx.known:
             return self._todo(scope, self.ctx.constructs[scope], node)
         if scope not in self.ctx.known and scope != "metal":
             return self._todo(f"{scope}::{member}", "types.unknown_name", node,
@@ -432,6 +449,8 @@ class Emitter(AtomicRewrites, InPlace):
         text = self.text(node)
         if node.type == "declaration" and "__shared__" in text and "extern" in text:
             return self._extern_shared(node)
+        if node.type == "declaration" and (aligned := aligned_shared(self, node)) is not None:
+            return aligned
         if node.type == "declaration" and "__shared__" in text and not self.in_kernel and \
                 _in_function_body(node):
             fn = self._enclosing_fn(node) or ""
@@ -450,8 +469,9 @@ class Emitter(AtomicRewrites, InPlace):
         if node.type in PARAMETER_NODES and not self.in_kernel and \
                 _declares_reference(node) and not _has_space(self.text(node)):
             # helper references are bound to thread-local values (device ones go through
-            # temporaries: _ref_temps)
-            return self._with_space(node, "thread", drop_const=False)
+            # temporaries: _ref_temps); a CUB TempStorage lives in threadgroup memory
+            space = "threadgroup" if "::TempStorage" in text else "thread"
+            return self._with_space(node, space, drop_const=False)
         if node.type == "declaration" and _in_function_body(node) and \
                 re.match(r"\s*static\s+(?:const\s+)?constexpr\b", text):
             # a function's `static constexpr` local: MSL has no static locals, and a constant
@@ -511,16 +531,25 @@ class Emitter(AtomicRewrites, InPlace):
             idx = self._param_index(node)
             if idx in self.ctx.tg_params.get(fn, set()):
                 return "threadgroup"
+            if idx in self.ctx.thread_params.get(fn.split("<")[0], set()):
+                return "thread"
             return "const device" if "const" not in text.split() and \
                 idx in self.ctx.split_params.get(fn, set()) else "device"
+        operand = _initializer(node)
         if node.type == "type_descriptor":
             p = node.parent
             while p is not None and p.type not in ("cast_expression", "call_expression"):
                 p = p.parent
             if p is not None:
                 names = {self.text(n) for n in _identifiers(p)}
+                operand = p.child_by_field_name("value") if p.type == "cast_expression" \
+                    else (self._args(p) or [None])[0]
+        if in_thread_memory(operand, self.data):  # a cast of a local array (thread_casts.py)
+            return "thread"
         if node.type == "declaration":  # what it is initialised from, not its own name (a
             names -= self._declared(node)  # local `s` may shadow a parameter `s`)
+        if (space := self._helper_param_space(node, names)) is not None:
+            return space
         if names & self.ctx.shared:
             return "threadgroup"
         writable = {n for n in names & set(self.ctx.inout)
@@ -571,7 +600,7 @@ class Emitter(AtomicRewrites, InPlace):
                 continue
             piece = self.emit(c)
             if not done and c.type in ("primitive_type", "type_identifier",
-                                       "sized_type_specifier", "template_type",
+                                       "sized_type_specifier", "template_type", "dependent_type",
                                        "qualified_identifier"):
                 piece, done = f"{space} {piece}", True
             out.append(piece)
@@ -673,6 +702,8 @@ class Emitter(AtomicRewrites, InPlace):
         for name in names:
             self.ctx.input_kinds[name] = self.ctx.input_kinds[root]
             self.ctx.device_ptrs.add(name)
+            if root in self.ctx.readonly:  # its casts keep the const (`const device vec_t*`)
+                self.ctx.readonly.add(name)
         return f"auto {next(iter(names))} = {self.emit(value)};"
 
     def _enclosing_fn(self, node: Node) -> str | None:
@@ -709,22 +740,14 @@ class Emitter(AtomicRewrites, InPlace):
 def _declares_pointer(node: Node) -> bool:
     """Does this declaration, parameter or type name declare a pointer or a reference (not
     merely contain a multiplication in its initializer)? MSL wants the memory of both."""
-    if node.type == "type_descriptor":
-        return any(c.type in ("abstract_pointer_declarator", "abstract_reference_declarator")
-                   for c in node.children)
-    for c in node.children:
-        d = c.child_by_field_name("declarator") if c.type == "init_declarator" else c
-        if d is not None and d.type in ("pointer_declarator", "abstract_pointer_declarator",
-                                        "reference_declarator"):
-            return True
-    return False
+    return bool(declarator_kinds(node) & {"pointer_declarator", "abstract_pointer_declarator",
+                                          "reference_declarator",
+                                          "abstract_reference_declarator"})
 
 
 def _only_reference(node: Node) -> bool:
     """A declaration or type name of a reference and no pointer."""
-    kinds = {c.type for c in node.children} | {
-        (c.child_by_field_name("declarator") or c).type for c in node.children
-        if c.type == "init_declarator"}
+    kinds = declarator_kinds(node)
     return bool(kinds & {"reference_declarator", "abstract_reference_declarator"}) and not \
         kinds & {"pointer_declarator", "abstract_pointer_declarator"}
 
@@ -746,6 +769,12 @@ def _in_function_body(node: Node) -> bool:
 def _declares_reference(node: Node) -> bool:
     """Is this parameter a reference (``float& v``, ``const int &i``)?"""
     return any(c.type == "reference_declarator" for c in node.children)
+
+
+def _initializer(node: Node) -> Node | None:
+    """The value of a declaration's single init declarator."""
+    inits = [c for c in node.named_children if c.type == "init_declarator"]
+    return inits[0].child_by_field_name("value") if len(inits) == 1 else None
 
 
 def _has_space(text: str) -> bool:

@@ -4,6 +4,8 @@ rewrite's ``to`` or a mapping names it)."""
 
 from __future__ import annotations
 
+from kb.concepts import metal_library
+
 # Header helpers some mappings need. CUDA's atomicCAS is strong; Metal has only the weak form,
 # which may fail spuriously and leave `expected` equal to cmp: retry exactly then.
 HELPERS = {"kport_atomic_cas": """template <typename P, typename T>
@@ -68,3 +70,7 @@ inline T kport_shfl_down_w(T v, ushort d, ushort w, ushort lane) {
   T r = simd_shuffle_down(v, d);
   return ((lane & (w - 1)) + d >= w) ? v : r;
 }"""
+# CUB's block and warp collectives (agent/translate/cub.py maps cub:: onto them)
+HELPERS["kport_cub"] = metal_library("kport_cub")
+# wmma fragments as 8x8 simdgroup_matrix tiles (agent/translate/wmma.py maps wmma:: onto it)
+HELPERS["kport_wmma"] = metal_library("kport_wmma")

@@ -71,3 +71,17 @@ class InPlace:
 def _index_text(subscript: str, name: str) -> str:
     """The index of ``name[...]`` as written, without spaces (`x[i + 1]` -> `[i+1]`)."""
     return "".join(subscript.strip()[len(name):].split())
+
+
+def pointer_locals(body: Node, data: bytes) -> set[str]:
+    """The local pointer variables declared in ``body`` (``float *x = ...``, ``T *p;``):
+    ``x += 512`` moves such a pointer, which neither reads nor writes the array it views
+    (causal-conv1d walks ``x`` and ``out`` along a row in chunks)."""
+    out = set()
+    for n in _walk(body):
+        if n.type == "pointer_declarator" and n.parent is not None and \
+                n.parent.type in ("declaration", "init_declarator"):
+            leaf = n.child_by_field_name("declarator")
+            if leaf is not None and leaf.type == "identifier":
+                out.add(data[leaf.start_byte:leaf.end_byte].decode())
+    return out

@@ -54,9 +54,12 @@ def blank_qualifier_macros(src: str) -> str:
     argument plus attributes (``GGML_DEPRECATED(decl, "hint")``, over several lines) keeps that
     argument where it was. The ``#define`` lines stay."""
     kinds: dict[str, int | None] = {}
+    device = set()  # `#define DS_D_INLINE __device__ __forceinline__`: a use still says so
     for m in _DEFINE.finditer(src):
         if not m[2]:
             kind = -2 if _only_qualifiers(m[3]) else None  # -2: an object-like qualifier
+            if "__device__" in m[3].split() and len(m[1]) >= len("__device__"):
+                device.add(m[1])
         elif ")" in m[3]:
             params, body = m[3].split(")", 1)
             kind = _call_kind(params, body)
@@ -77,7 +80,8 @@ def blank_qualifier_macros(src: str) -> str:
     if names:
         for m in re.finditer(r"\b(" + "|".join(map(re.escape, names)) + r")\b", src):
             if not in_define(m.start()):
-                out[m.start():m.end()] = " " * (m.end() - m.start())
+                word = "__device__" if m[1] in device else ""
+                out[m.start():m.end()] = word.ljust(m.end() - m.start())
     if calls:
         for m in re.finditer(r"\b(" + "|".join(map(re.escape, calls)) + r")\s*\(", src):
             if in_define(m.start()):
@@ -114,17 +118,19 @@ def _call_end(line: str, start: int) -> int:
     return -1
 
 
-def expand_unbalanced_macros(src: str) -> str:
+def expand_unbalanced_macros(src: str, launches: bool = False) -> str:
     """``src`` with each one-line use of a function-like macro whose body opens or closes a
     brace, bracket or parenthesis it does not close or open (llama.cpp's
     ``GGML_TABLE_BEGIN(type, name, size)`` ... ``GGML_TABLE_END()`` around its tables)
     replaced by the body, its parameters substituted: no parser can read such uses as
-    written. Lines are kept; the ``#define`` lines stay; a body with ``#`` or ``##`` is left."""
+    written. Lines are kept; the ``#define`` lines stay; a body with ``#`` or ``##`` is left.
+    ``launches``: macros whose body launches a kernel (``<<<``: vLLM's
+    ``LAUNCH_ACTIVATION_GATE_KERNEL(KERNEL)``) are expanded too, for the host-launch reader."""
     macros = {}
     for m in _FUNCTION_MACRO.finditer(src):
-        body = " ".join(part.rstrip("\\").strip() for part in m[3].split("\n"))
-        body = _COMMENT.sub(" ", body).strip()
-        if not _balanced(body) and "#" not in body:
+        body = " ".join(_COMMENT.sub(" ", part.rstrip("\\")).strip()
+                        for part in m[3].split("\n")).strip()
+        if (not _balanced(body) or launches and "<<<" in body) and "#" not in body:
             macros[m[1]] = ([p.strip() for p in m[2].split(",") if p.strip()], body)
     if not macros:
         return src

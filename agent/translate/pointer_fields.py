@@ -29,6 +29,11 @@ from agent.translate.macros import template_parts
 from agent.translate.tree import _fn_name, _text, _walk, aliases_in
 
 _CASTS = ("reinterpret_cast", "static_cast", "const_cast")
+# CUDA's vector types and the dtype of their elements (analyze.py's VECTOR_TYPE, which imports
+# this module)
+_VECTOR = re.compile(r"(u?char|u?short|u?int|float)([234])")
+_VECTOR_BASE = {"char": "int8", "uchar": "uint8", "short": "int16", "ushort": "uint16",
+                "int": "int32", "uint": "uint32", "float": "float32"}
 
 
 @dataclass(frozen=True)
@@ -76,25 +81,32 @@ def flatten(data: bytes, root: Node, kfn: Node, structs: dict[str, tuple[str, li
             problems[param] = why
             continue
         types: dict[str, str] = {}
-        cast_paths = {path for path, _, cast in found if cast is not None}
-        for path, _, cast in found:
+        vectors: set[str] = set()  # paths read as CUDA vectors: their casts stay
+        cast_paths = {path for path, _, cast, _ in found if cast is not None}
+        for path, _, cast, _ in found:
             if cast is None and path in cast_paths:
                 continue  # a null test or a copy: the casts say what it points at
             spelled = cast if cast is not None else pointers[path]
             resolved = resolve(spelled)
             if resolved is None:
                 why = (f"field {path} points at {spelled!r}, which kport cannot resolve to a "
-                       "scalar type")
+                       "scalar or vector type")
                 break
-            if types.setdefault(path, resolved) != resolved:
+            scalar = resolve.scalar_of(resolved)
+            if scalar != resolved:
+                vectors.add(path)
+            if types.setdefault(path, scalar) != scalar:
                 why = f"field {path} is read as both {types[path]} and {resolved}"
                 break
         if why:
             problems[param] = why
             continue
         own = {path: _fresh(f"{param}_{path.replace('.', '_')}", taken) for path in types}
-        for path, node, _ in found:
-            edits.append((node.start_byte, node.end_byte, own[path]))
+        for path, node, _, field in found:
+            # a vector view keeps its cast (`reinterpret_cast<float2 *>(params_x_ptr)`) of a
+            # buffer of its scalars, which is what a caller passes (MLX has no float2 arrays)
+            at = field if path in vectors else node
+            edits.append((at.start_byte, at.end_byte, own[path]))
         flats += [Flat(param, path, own[path], types[path]) for path in types]
         edits += _struct_edits(root, data, ctype, fields)
     if flats:
@@ -127,9 +139,10 @@ def nested_pointer(fields: list[dict], prefix: str = "") -> str:
 
 
 def _uses(body: Node, data: bytes, param: str, pointers: dict[str, str], root: Node
-          ) -> tuple[list[tuple[str, Node, str | None]], str]:
+          ) -> tuple[list[tuple[str, Node, str | None, Node]], str]:
     """Each use of a pointer field of ``param`` in ``body``: (path, the node to replace, the
-    cast type spelled or None); or why the fields cannot be followed."""
+    cast type spelled or None, the field expression itself); or why the fields cannot be
+    followed."""
     found = []
     for n in _walk(body):
         if n.type != "identifier" or _text(n, data) != param:
@@ -144,8 +157,8 @@ def _uses(body: Node, data: bytes, param: str, pointers: dict[str, str], root: N
                 break
         dotted = ".".join(path)
         if dotted in pointers:
-            node, cast = _cast_around(node, data)
-            found.append((dotted, node, cast))
+            outer, cast = _cast_around(node, data)
+            found.append((dotted, outer, cast, node))
         elif not path and not _callee_reads_no_pointer(n, data, root, pointers):
             context = _text(n.parent, data) if n.parent is not None else param
             return [], (f"the struct is used whole ({' '.join(context.split())[:60]!r}), so "
@@ -252,6 +265,18 @@ def _leaf(declarator: Node, data: bytes) -> str:
     return _text(ids[-1], data) if ids else ""
 
 
+def _top_level_split(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets."""
+    parts, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        depth += c in "<(["
+        depth -= c in ">)]"
+        if c == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    return parts + [text[start:].strip()]
+
+
 def _fresh(name: str, taken: set[str]) -> str:
     while name in taken:
         name += "_"
@@ -274,7 +299,25 @@ class _Resolver:
         self.file = aliases_in(root, data, top_only=True)
 
     def __call__(self, spelled: str) -> str | None:
+        """A scalar type name, a CUDA vector's (``float2``), or None."""
         return self._resolve(spelled, self.local | self.template, 0)
+
+    def scalar_of(self, resolved: str) -> str | None:
+        """The scalar type of a resolved type: itself, or a CUDA vector's elements'."""
+        m = _VECTOR.fullmatch(resolved)
+        return self.dtype_names.get(_VECTOR_BASE[m[1]]) if m else resolved
+
+    def _conditional(self, args: str, scope: dict[str, str], depth: int) -> str | None:
+        """``std::conditional_t<c, A, B>`` (mamba's ``scan_t``: float2, or float4 for
+        complex weights) without folding ``c``: A and B resolved, when they agree on their
+        scalar type (all a flattened buffer needs; a vector view keeps its cast)."""
+        parts = _top_level_split(args)
+        if len(parts) != 3:
+            return None
+        a, b = (self._resolve(x, scope, depth + 1) for x in parts[1:])
+        if a is None or b is None or self.scalar_of(a) != self.scalar_of(b):
+            return None
+        return a
 
     def _resolve(self, spelled: str, scope: dict[str, str], depth: int) -> str | None:
         t = " ".join(re.sub(r"\b(?:const|volatile|typename|struct|__restrict__)\b", " ",
@@ -285,8 +328,14 @@ class _Resolver:
             return t
         if t in self.dtype_names:
             return self.dtype_names[t]
+        if _VECTOR.fullmatch(t):
+            return t
         if t in scope:
             return self._resolve(scope[t], self.local | self.template, depth + 1)
+        cond = re.fullmatch(r"(?:std\s*::\s*)?conditional(?:_t\s*<(.*)>|\s*<(.*)>\s*::\s*type)",
+                            t)
+        if cond:
+            return self._conditional(cond[1] or cond[2], scope, depth)
         if "::" in t:
             owner, member = t.rsplit("::", 1)
             owner_t = scope.get(owner, owner)

@@ -12,12 +12,14 @@ import functools
 import re
 import sys
 import tomllib
+import zlib
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from runners import conditionals, limits, srcrewrite
+from runners import conditionals, limits, ptx, srcrewrite
 from runners.base import Runner
 from runners.settings import load_settings
 from runners.simbuild import SIMCORE, Diagnostic, Vetting, build_kernel, kernel_tail
@@ -77,8 +79,35 @@ def unsupported_constructs(texts: dict[str, str]) -> list[Unsupported]:
     """Every construct of cuda_unsupported.toml in each file of ``texts`` (name -> text, as
     written), with that file's own line numbers."""
     table, found = _unsupported(), []
+    tokens = {file: srcrewrite.tokenize(text) for file, text in texts.items()}
+    used = Counter(t.text for toks in tokens.values() for t in toks if t.kind == "identifier")
     for file, text in texts.items():
-        for tok in srcrewrite.tokenize(text):
+        # inline PTX kport lowers (runners/ptx.py) is supported; the rest is named
+        lowering = ptx.lower_source(text)
+        unlowered = {line: (what, why) for line, what, why in lowering.unknown}
+        toks = tokens[file]
+        for i, tok in enumerate(toks):
+            if tok.kind == "preproc_arg" and re.search(r"\b(asm|__asm__|__asm)\b", tok.text):
+                define = max((k for k in range(max(0, i - 40), i) if toks[k].text == "#define"),
+                             default=i - 1)
+                name = toks[define + 1].text
+                if used[name] < 2:  # only its definition names it: the macro is never used
+                    continue
+                found.append(Unsupported(file, tok.line, (
+                    "inline PTX assembly in a macro's body is not supported by cuda_sim (kport "
+                    "lowers asm statements it can read, not macro text); write the asm where "
+                    "the macro is used, or the CUDA intrinsic it implements")))
+                continue
+            if tok.text in ptx.ASM_WORDS:
+                if tok.line not in lowering.lines:
+                    what, why = unlowered.get(tok.line, (tok.text, "not an asm statement kport "
+                                                         "reads, as in a macro's body"))
+                    found.append(Unsupported(file, tok.line, (
+                        f"inline PTX assembly `{what}` is not supported by cuda_sim ({why}); "
+                        "docs/fidelity.md \"Inline PTX\" lists the instructions kport lowers: "
+                        "replace the asm block with the CUDA intrinsic or plain C++ it "
+                        "implements")))
+                continue
             for entry in table:
                 if tok.text in entry.get("identifiers", ()):
                     found.append(Unsupported(file, tok.line, (
@@ -169,12 +198,15 @@ class RawKernel:
 
     def _translation_unit(self, code: str | None = None) -> str:
         code = self._prepared()[0] if code is None else code
+        code = ptx.lower_source(code).source  # what is not lowered was refused above
         code = srcrewrite.rewrite_group_storage(code, "__shared__")
         code = srcrewrite.rewrite_cuda_vector_casts(code)
         defines = "".join(f"#define {name} {value}\n" for name, value in
                           macro_definitions(self.options))
         if re.search(r"\bcub\s*::", code):  # a device-code closure keeps no system include:
             defines += "#include <cub/cub.cuh>\n"  # CUB's collectives are kport's own here
+        if re.search(r"\bc10\s*::\s*complex\b", code):  # torch's, as device code uses it
+            defines += "#include <c10/util/complex.h>\n"
         return (f'{CUDA_HEAD}{defines}#line 1 "{self.filename}"\n{code}\n'
                 + kernel_tail("cuda", bool(_SYNC.search(code)), _INVOKE,
                               f"  __kp_invoke(&{self.name}, __kp_a);"))
@@ -326,13 +358,14 @@ def inlined_source(code: str, filename: str, options=(), *, edit=None,
     if not search:
         return edit(filename, code)
     return _inline_includes(edit(filename, code), search[0], filename, search=search,
-                            edit=edit, texts=texts, includers=includers, once=set())
+                            edit=edit, texts=texts, includers=includers, once={})
 
 
 # An include of a local header; a comment may follow it (`#include "x.cuh"  // why`).
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"[ \t]*(?://.*|/\*.*\*/[ \t]*)?$')
 _LINE = re.compile(r"^#line (\d+)$")  # what conditionals.marked adds: a number, no file
 _ONCE = re.compile(r"^[ \t]*#[ \t]*pragma[ \t]+once\b", re.M)
+_CONDITIONAL = re.compile(r"^[ \t]*#[ \t]*(if|ifdef|ifndef|endif)\b")
 
 
 def _find_header(name: str, here: Path, search: list[Path]) -> Path | None:
@@ -351,37 +384,47 @@ def _find_header(name: str, here: Path, search: list[Path]) -> Path | None:
 
 def _inline_includes(code: str, folder: Path, filename: str, *, search: list[Path], edit,
                      texts: dict[str, str] | None, includers: dict[str, tuple[str, int]] | None,
-                     once: set[Path], seen: frozenset = frozenset()) -> str:
+                     once: dict[Path, bool], seen: frozenset = frozenset(),
+                     guarded: bool = False) -> str:
     """``code`` (the file ``filename`` in ``folder``) with each ``#include "x"`` that
     _find_header finds replaced by that file's text, inlined in turn, between #line
     directives that keep diagnostics in the right file and line (so the build cache sees the
     content). ``edit`` as in inlined_source (a bare ``#line N`` it adds renumbers, as the
-    compiler would); a header already open (``seen``) is left as an include, one with
-    ``#pragma once`` already inlined (``once``) is left out, as the compiler would."""
-    out, number = [], 0
+    compiler would); a header already open (``seen``) is left as an include. A header with
+    ``#pragma once`` is wrapped in a guard macro, as the compiler treats it; once inlined
+    outside every ``#if`` group (``once[path]`` True) a later include is left out, but one
+    first inlined inside a group (``guarded``: here or up the chain of includes) is inlined
+    again, guarded, for the group may be one the compiler skips (vLLM's amd/ headers include
+    dtype_fp8.cuh under `#ifdef USE_ROCM` before its nvidia branch does)."""
+    out, number, depth = [], 0, 0
     for line in code.split("\n"):
         number += 1
         if m := _LINE.match(line):
             number = int(m[1]) - 1
+        if d := _CONDITIONAL.match(line):
+            depth += 1 if d[1].startswith("if") else -1 if d[1] == "endif" else 0
         m = _INCLUDE.match(line)
         path = _find_header(m[1], folder, search) if m else None
-        if path in once:
+        if path is not None and once.get(path):
             out.append("")
             continue
         if path is None or path in seen:
             out.append(line)
             continue
         text = path.read_text(errors="replace")
-        if _ONCE.search(text):
-            once.add(path)
+        inside = guarded or depth > 0
+        guard = f"__KP_ONCE_{zlib.crc32(str(path).encode()):08x}" if _ONCE.search(text) else ""
+        if guard:
+            once[path] = once.get(path, False) or not inside
         if texts is not None:
             texts.setdefault(m[1], text)
         if includers is not None:
             includers.setdefault(m[1], (filename, number))
         body = _inline_includes(edit(m[1], text), path.parent, m[1], search=search, edit=edit,
                                 texts=texts, includers=includers, once=once,
-                                seen=seen | {path})
-        out.append(f'#line 1 "{m[1]}"\n{body}\n#line {number + 1} "{filename}"')
+                                seen=seen | {path}, guarded=inside)
+        head, tail = (f"#ifndef {guard}\n#define {guard}\n", "\n#endif") if guard else ("", "")
+        out.append(f'{head}#line 1 "{m[1]}"\n{body}{tail}\n#line {number + 1} "{filename}"')
     return "\n".join(out)
 
 

@@ -192,6 +192,32 @@ def gnu_attribute_problems(toks: list[Token], k: int, file: str) -> list[Problem
     return []
 
 
+# MSL's own words (address spaces, function qualifiers, its type names): declaring a name that
+# is one is an error in Apple's compiler, though metal_sim's C++ shims would take it
+_MSL_WORDS = {"device", "constant", "thread", "threadgroup", "threadgroup_imageblock", "kernel",
+              "vertex", "fragment", "half", "bfloat", "uint", "ushort", "uchar", "ulong"}
+_TYPE_WORDS = {"int", "float", "char", "bool", "short", "long", "unsigned", "signed", "double",
+               "void", "auto", "half", "uint", "ushort", "uchar", "bfloat", "size_t"}
+
+
+# words before a name that do not make it a declared one (`return half(x)`, `const half h`)
+_NOT_TYPES = {"return", "case", "sizeof", "else", "do", "typedef", "using", "const", "constexpr",
+              "static", "inline", "volatile", "typename", "struct", "class", "operator",
+              "device", "constant", "thread", "threadgroup", "alignof", "decltype"}
+
+
+def _declares(toks: list[Token], k: int) -> bool:
+    """Whether toks[k] is the name a declaration declares (``int kernel = 3;``, ``float half;``,
+    ``void vertex(...)``): a type or declarator before it, ``=``, ``;``, ``,``, ``[``, ``)`` or
+    ``(`` after it."""
+    if k == 0 or k + 1 >= len(toks) or toks[k + 1].text not in ("=", ";", ",", "[", ")", "("):
+        return False
+    prev = toks[k - 1]
+    if prev.text in ("*", "&", ">"):  # `float * half;`, not `2u * uint(x)`
+        return toks[k + 1].text != "("
+    return prev.text in _TYPE_WORDS or (prev.kind == "identifier" and prev.text not in _NOT_TYPES)
+
+
 def _name_problems(t: Token, file: str) -> list[Problem]:
     r = rules()
     if t.kind != "identifier":
@@ -243,6 +269,10 @@ def source_problems(text: str, file: str, *, body: bool = False) -> list[Problem
             out.append(Problem(file, t.line, "directive", "a `#` that starts no directive"))
         if not (t.text in rules()["defined_tests"] and _defined_operand(toks, k)):
             out += _name_problems(t, file)
+        if t.text in _MSL_WORDS and t.logical not in in_define and _declares(toks, k):
+            out.append(Problem(file, t.line, "keyword", f"`{t.text}` is a Metal keyword: MSL "
+                               "does not let a variable, parameter or function take its name "
+                               "(metal_sim's C++ would; Apple's compiler does not)"))
         if t.text == "__attribute__":
             out += gnu_attribute_problems(toks, k, file)
         elif t.text == "_Pragma":

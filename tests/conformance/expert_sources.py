@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import urllib.parse
 import urllib.request
 import zipfile
 from dataclasses import dataclass
@@ -67,11 +68,13 @@ REGISTRY = "https://pypi.org/pypi"
 def _download_sdist(package: tuple[str, str], into: Path) -> Path:
     name, version = package
     try:
-        with urllib.request.urlopen(f"{REGISTRY}/{name}/json", timeout=60) as r:
+        index = f"{REGISTRY}/{name}/json"
+        with urllib.request.urlopen(index, timeout=60) as r:
             meta = json.load(r)
         url = next(u for u in meta["releases"][version] if u["packagetype"] == "sdist")
         target = into / url["filename"]
-        with urllib.request.urlopen(url["url"], timeout=300) as r:
+        # a registry mirror may answer with file URLs relative to the index page
+        with urllib.request.urlopen(urllib.parse.urljoin(index, url["url"]), timeout=300) as r:
             target.write_bytes(r.read())
     except (OSError, ValueError, KeyError, StopIteration) as err:
         raise SourcesUnavailable(f"{name}=={version}: no sdist from {REGISTRY} ({err})") from None

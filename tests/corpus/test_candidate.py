@@ -13,7 +13,8 @@ from corpus.cases import discover
 SAXPY = Path(__file__).resolve().parents[2] / "corpus" / "cases" / "001_saxpy"
 GOLDEN = {"inputs": ["x", "n"], "outputs": ["y"], "grid": ["ceil_div(n, 256) * 256", 1, 1],
           "threadgroup": [256, 1, 1], "template": {"B": 256, "T": "float32", "F": True},
-          "atomic_outputs": True, "init_value": 0.0, "body": "y[0] = x[0];\n",
+          "atomic_outputs": True, "init_value": 0.0, "names": {"x": "x_kp"},
+          "body": "y[0] = x[0];\n",
           "header": "inline float sq(float v) { return v * v; }", "origin": "llm:draft",
           "error": None}
 
@@ -38,7 +39,8 @@ def test_the_launch_part_is_the_metal_kernel_call_without_its_source():
     launch = Candidate.model_validate(GOLDEN).launch()
     assert type(launch) is Launch
     assert launch.model_dump() == {k: GOLDEN[k] for k in (
-        "inputs", "outputs", "grid", "threadgroup", "template", "atomic_outputs", "init_value")}
+        "inputs", "outputs", "grid", "threadgroup", "template", "atomic_outputs", "init_value",
+        "names")}
     assert json.loads(json.dumps(launch.model_dump())) == launch.model_dump()  # JSON-ready
     back = launch.with_source("y[0] = 2;", origin="edit")
     assert back.launch() == launch and (back.body, back.header, back.origin) == (
@@ -107,7 +109,7 @@ def test_a_cases_own_port_as_a_candidate():
     assert expert.launch().model_dump() == {
         "inputs": ["x", "y", "a", "n"], "outputs": ["y_out"],
         "grid": ["ceil_div(n, 256) * 256", 1, 1], "threadgroup": [256, 1, 1],
-        "template": {}, "atomic_outputs": False, "init_value": None}
+        "template": {}, "atomic_outputs": False, "init_value": None, "names": {}}
 
 
 def test_the_harness_refuses_a_launch_that_lacks_a_key():

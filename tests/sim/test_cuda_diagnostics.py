@@ -147,11 +147,14 @@ def test_compile_error_after_an_include_keeps_the_user_line(tmp_path):
 
 
 UNSUPPORTED = {
-    "inline PTX": ("asm", r"""
+    # PTX kport does not lower (runners/ptx.py; tests/sim/test_cuda_ptx.py has what it does)
+    "inline PTX": ("mma.sync", r"""
 extern "C" __global__ void k(int* y) {
-  int lane;
-  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
-  y[threadIdx.x] = lane;
+  float d0, d1, d2, d3; unsigned a0 = 0, b0 = 0;
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%4}, "
+               "{%5}, {%0,%1,%2,%3};"
+               : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3) : "r"(a0), "r"(b0));
+  y[threadIdx.x] = (int)d0;
 }"""),
     "texture object": ("tex1Dfetch", r"""
 extern "C" __global__ void k(int* y) {

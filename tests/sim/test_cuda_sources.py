@@ -69,3 +69,20 @@ def test_a_header_included_only_for_another_platform_is_not_refused(tmp_path):
     run, _ = _launch(tmp_path, guarded.replace("#if defined(__HIP_PLATFORM_AMD__)", "#if 1", 1))
     found = [d for d in run.diagnostics if "inline PTX assembly" in d.message]
     assert not run.compiled and [(d.file, d.line) for d in found] == [("hip.h", 3)]
+
+
+def test_a_pragma_once_header_first_included_in_a_skipped_branch_is_read_where_it_counts(
+        tmp_path):
+    """vLLM's amd/quant_utils.cuh includes dtype_fp8.cuh under `#ifdef USE_ROCM` before the
+    nvidia branch does: the header must come in where the compiler reads it, once."""
+    (tmp_path / "amd").mkdir()
+    (tmp_path / "dtype.cuh").write_text("#pragma once\nenum class Kind { kAuto = 0, kE4M3 = 1 };\n")
+    (tmp_path / "amd" / "quant.cuh").write_text('#pragma once\n#include "../dtype.cuh"\n')
+    code = ('#ifdef USE_ROCM\n#include "amd/quant.cuh"\n#endif\n#include "dtype.cuh"\n'
+            '#include "dtype.cuh"\n'
+            'extern "C" __global__ void k(int* y) { y[threadIdx.x] = (int)Kind::kE4M3 + 1; }\n')
+    y = np.zeros(4, np.int32)
+    run = RawKernel(code, "k", options=(f"-I{tmp_path}",), filename="k.cu").launch((1,), (4,),
+                                                                                  [y])
+    assert run.ok, run.diagnostics
+    assert y.tolist() == [2, 2, 2, 2]

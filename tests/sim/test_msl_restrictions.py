@@ -10,6 +10,7 @@ import pytest
 from runners import srcrewrite
 from runners.cpplex import lex
 from runners.metal_sim import MetalLibrary, metal_kernel, restrictions
+from runners.metal_sim.allowlist import source_problems
 
 
 def found(code: str, whole_file: bool = False) -> list[tuple[int, str]]:
@@ -142,3 +143,25 @@ kernel void k(constant args_t & args [[buffer(0)]], device float* y [[buffer(1)]
         {0: np.array([0.5], np.float32), 1: y}, grid=(2, 1, 1), threadgroup=(2, 1, 1))
     assert run.compiled, run.diagnostics
     np.testing.assert_array_equal(y, [15.0, 15.0])
+
+
+@pytest.mark.parametrize("code, flagged", [
+    ("int kernel = 3;\ny[0] = kernel;", ["kernel"]),
+    ("float half;", ["half"]),
+    ("T vertex[4];", ["vertex"]),
+    ("void fragment(int a) {}", ["fragment"]),
+    ("int uint = 1;", ["uint"]),
+    ("float * device;", ["device"]),
+    ("template <typename T> T f(T half);", ["half"]),
+    # the words as Metal uses them
+    ("half h = half(x);\ny = (half)z;", []),
+    ("device float* p = x;\nconstant half kS = 1;", []),
+    ("return half(x);", []),
+    ("uint i = 0;\nvec<half, 4> v;\nout[i] = 2u * uint(v.x) + static_cast<uint>(i);", []),
+])
+def test_a_metal_keyword_declared_as_a_name_is_refused(code, flagged):
+    """Apple's compiler rejects `int kernel = 3;` or a parameter named `half`; metal_sim's C++
+    shims would take them, so a port that does so must not be accepted."""
+    got = [p.message.split("`")[1] for p in source_problems(code, "source.metal", body=True)
+           if p.check == "keyword"]
+    assert got == flagged

@@ -11,7 +11,6 @@ from corpus.port_check import check_translation
 from tests.tiers import sampled
 
 NEEDS_RESTRUCTURING = {
-    "021_gemm_wmma_half": "wmma fragments -> simdgroup_matrix 8x8 tiles (tensor.wmma_mma)",
     "039_flash_attention_fwd_causal_d128": "41 KB of shared memory; Apple GPUs have 32 KB",
     "041_mamba1_selective_scan_fwd": "35 KB of shared memory; Apple GPUs have 32 KB",
     "043_flash_attention_fwd_d128": "41 KB of shared memory; Apple GPUs have 32 KB",

@@ -100,3 +100,25 @@ __global__ void gather(const float * src, const int * idx, float * dst, int n) {
     assert probe.shapes["dst"] == "n" and probe.shapes["idx"] == "n"
     # indices 0..3 (as cases draw them): src's extent 64 moves with no size
     assert probe.shapes["src"] == "64"
+
+
+PLANES = r"""
+__global__ void planes(const float * x, float * dst, const long ne0, const long s1,
+                       const long s2) {
+    const long i1 = blockIdx.x, i2 = blockIdx.y;
+    for (long c = threadIdx.x; c < ne0; c += blockDim.x)
+        dst[(i2 * gridDim.x + i1) * ne0 + c] = x[i1 * s1 + i2 * s2 + c];
+}"""
+
+
+def test_a_stride_times_a_count_of_one_is_fitted():
+    """llama.cpp's ``i3 * s03`` with ``ne03 == 1``: doubling s2 alone moves nothing, so the
+    probe finds it where the count has moved too."""
+    args = [ArgProbe("x", "in", "float32"), ArgProbe("dst", "out", "float32"),
+            *[ArgProbe(n, "scalar", "int64", n) for n in ("ne0", "s1", "s2")]]
+    probe = probe_shapes(PLANES, "planes", "planes.cu", args,
+                         {"ne0": 20, "ne1": 3, "ne2": 1, "s1": 24, "s2": 80},
+                         _launch(["ne1", "ne2", "1"], ["32", "1", "1"]))
+    at = {"ne0": 7, "ne1": 5, "ne2": 4, "s1": 9, "s2": 50}
+    assert evaluate(probe.shapes["x"], at) == 4 * 9 + 3 * 50 + 7
+    assert evaluate(probe.shapes["dst"], at) == 7 * 5 * 4

@@ -22,12 +22,12 @@ KNOWN: dict[str, str] = {
                    "shared memory (cuda_sim reports it)",
     "scatter_segment_csr_max": "ATen's TensorInfo struct (a pointer and 25-element arrays), "
                                "defined in a torch header kport reads as empty",
-    "conv1d_fwd": "the port has no Metal CUB yet (issue 16; cuda_sim has CUB now), and the "
-                  "oracle's device code needs std::initializer_list (causal_conv1d_common.h's "
-                  "custom_max), which cuda_sim's C++ headers lack",
-    "selective_scan_fwd": "CUB BlockLoad/BlockScan (issue 16), and its params struct's x_ptr "
-                          "is read as scan_t (float2): a vector element type for a flattened "
-                          "pointer field is not resolved yet",
+    "selective_scan_fwd": "the launch's dynamic shared memory (CUB's temp storage plus "
+                          "MAX_DSTATE float2, computed by the host) is not derived, so the "
+                          "oracle reads a null smem_; given by hand (--shared-mem 4096), the "
+                          "port stops at std::conditional_t and c10::complex in Metal, and "
+                          "out_ptr, written only by CUB's Store inside store_output, is "
+                          "guessed an input",
 }
 
 

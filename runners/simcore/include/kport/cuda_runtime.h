@@ -91,6 +91,7 @@ inline constexpr int warpSize = 32;
 #include <kport/cuda/sync.h>
 #include <kport/cuda/atomics.h>
 #include <kport/cuda/host_types.h>
+#include <kport/cuda/std_minmax.h>
 
 // ---- Traps, clocks ------------------------------------------------------------------------------
 [[noreturn]] __KP_INLINE void __trap(unsigned __kp_line = __builtin_LINE()) {

@@ -89,20 +89,20 @@ __KP_FOR_MODES(__KP_GEN)
   __KP_INLINE float __ll2float_##S(long long x) {                                                    \
     double hi = (double)x;                                                                         \
     return M == __kp_cuda::RN ? (float)x                                                             \
-                            : __kp_cuda::f32_round(hi, (double)((__int128)x - (__int128)hi), M);     \
+                            : __kp_cuda::f32_round(hi, __kp_cuda::i64_rest(x, hi), M);               \
   }                                                                                                \
   __KP_INLINE float __ull2float_##S(unsigned long long x) {                                          \
     double hi = (double)x;                                                                         \
     return M == __kp_cuda::RN ? (float)x                                                             \
-                            : __kp_cuda::f32_round(hi, (double)((__int128)x - (__int128)hi), M);     \
+                            : __kp_cuda::f32_round(hi, __kp_cuda::u64_rest(x, hi), M);               \
   }                                                                                                \
   __KP_INLINE double __ll2double_##S(long long x) {                                                  \
     double hi = (double)x;                                                                         \
-    return __kp_cuda::f64_round(hi, (double)((__int128)x - (__int128)hi), M);                        \
+    return __kp_cuda::f64_round(hi, __kp_cuda::i64_rest(x, hi), M);                                  \
   }                                                                                                \
   __KP_INLINE double __ull2double_##S(unsigned long long x) {                                        \
     double hi = (double)x;                                                                         \
-    return __kp_cuda::f64_round(hi, (double)((__int128)x - (__int128)hi), M);                        \
+    return __kp_cuda::f64_round(hi, __kp_cuda::u64_rest(x, hi), M);                                  \
   }                                                                                                \
   __KP_INLINE float __double2float_##S(double x) {                                                   \
     return M == __kp_cuda::RN ? (float)x : __kp_cuda::f32_round(x, 0, M);                              \

@@ -105,16 +105,27 @@ __KP_INLINE float f32_odd(double x) {
   return fd < x ? next_up<float, uint32_t>(f) : next_down<float, uint32_t>(f);
 }
 
+// The remainder x - (double)x of a 64-bit integer, exactly, as a double (|it| < 2^11). Written
+// without __int128 <-> double conversions: kernels link against no compiler runtime, which
+// those (__fixdfti, __floattidf) would need.
+__KP_INLINE double i64_rest(long long x, double hi) {
+  if (hi >= 0x1p63) return (double)(x - 0x7fffffffffffffffLL) - 1.0;  // hi is 2^63: x - 2^63
+  return (double)(x - (long long)hi);
+}
+__KP_INLINE double u64_rest(unsigned long long x, double hi) {
+  if (hi >= 0x1p64) return -(double)(~x) - 1.0;  // hi is 2^64: x - 2^64 = -(~x) - 1
+  unsigned long long h = (unsigned long long)hi;
+  return x >= h ? (double)(x - h) : -(double)(h - x);
+}
+
 // 64-bit integer -> double rounded to odd (exact below 2^53).
 __KP_INLINE double i64_odd(long long v) {
   double hi = (double)v;
-  __int128 lo = (__int128)v - (__int128)hi;
-  return f64_odd(hi, (double)lo);
+  return f64_odd(hi, i64_rest(v, hi));
 }
 __KP_INLINE double u64_odd(unsigned long long v) {
   double hi = (double)v;
-  __int128 lo = (__int128)v - (__int128)hi;
-  return f64_odd(hi, (double)lo);
+  return f64_odd(hi, u64_rest(v, hi));
 }
 
 // Results of the basic float operations in mode m. RN is the plain float operation: going through
