@@ -19,6 +19,7 @@ import tomli_w
 
 from agent.case_contracts import size_contracts, variant_sizes
 from agent.cuda_source import read_cuda, stub_note
+from agent.host_consts import constant_compiler
 from agent.host_init import c_literal, output_fills
 from agent.host_launch import find_launches, instantiations, matches, size_names
 from agent.shape_probe import ArgProbe, probe_shapes
@@ -108,15 +109,16 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     ints = [n for n, r in tr.roles.items() if r == "scalar"
             and _dtype(n, tr.dtypes.get(n, ""), tr.template, enums).startswith(("int", "uint"))]
     launch, values, unread = None, {}, set()
+    constants = constant_compiler(src, source)  # Ktraits::kSmemSize, compiled when named
     if grid is None and block is None:
-        launch, values, unread = _host_launch(view, kernel, list(tr.roles), ints, sizes)
+        launch, values, unread = _host_launch(view, kernel, list(tr.roles), ints, sizes,
+                                              constants=constants)
     elif sizes:  # the launch typed by hand: the host's arguments still say the scalars
         launch, values, unread = _host_launch(view, kernel, list(tr.roles), ints, sizes,
-                                              config=False)
+                                              config=False, constants=constants)
         if launch is not None:
             guessed.append(f"kernel scalars from the host launch in {launch.host} at "
                            f"{view.where(launch.line)}: {values}")
-    typed_launch = grid is not None or block is not None
     host = launch  # the launch whose arguments say nullptr, fills and vectors
     if grid is not None or block is not None:
         launch = None  # its grid and block are not the ones typed
@@ -193,9 +195,16 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     if grid is None:
         grid = [f"ceil_div({elements}, {block[0]})", 1, 1]
         guessed.append(f"CUDA grid {grid}: one thread per element (no --grid given)")
+        if not _FLAT_INDEX.search(src):
+            # a block per row, a warp per row (llama.cpp's fwht, vLLM's rms_norm): one thread
+            # per element is not the kernel's launch, and what it measures would be wrong
+            raise KportError(_no_guess(
+                src_path, kernel, view, sizes, why="the kernel computes no flat thread "
+                "index (blockIdx.x * blockDim.x + threadIdx.x), so one thread per element is "
+                "no launch kport may guess for it"))
         if math.prod(sizes.values()) > MAX_GUESSED_THREADS:
-            raise KportError(_unfitted(
-                src_path, kernel, view, [], sizes, why="one thread per element of the product "
+            raise KportError(_no_guess(
+                src_path, kernel, view, sizes, why="one thread per element of the product "
                 f"of the sizes would be {math.prod(sizes.values()):,} threads"))
     if shared_mem is None and "KP_SMEM_BYTES" in tr.template:
         guessed.append("dynamic shared memory 0 bytes: the kernel declares extern __shared__, "
@@ -209,11 +218,16 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
     if flat:
         fixed, constraints = _measure_shapes(src, kernel, source, args, flat, sizes,
                                              (grid, block, shared_mem), guessed, relations)
-    if fixed and launch is None and not typed_launch and not _FLAT_INDEX.search(src):
-        # a guessed launch (one thread per element), extents no expression fits, and a kernel
-        # that computes no flat index (a block per row, as vLLM's rms_norm): the launch is
-        # not the kernel's, and the package would hold at these sizes only
-        raise KportError(_unfitted(src_path, kernel, view, args, sizes))
+        unrun = next((g for g in guessed if "the kernel did not run in cuda_sim" in g), None)
+        if unrun and all(a.get("shape_guessed") for a in args if a["name"] in flat) and \
+                math.prod(sizes.values()) > MAX_GUESSED_THREADS:
+            # no array could be measured and the flat guesses are too large to run the oracle
+            # on: say why the kernel does not run, rather than the flat guesses' size
+            raise KportError(f"{src_path}: {kernel}: the CUDA kernel does not run in cuda_sim "
+                             f"at the sizes given, so kport cannot measure its arrays: "
+                             f"{unrun.partition('not measured: ')[2].split('; pass --shape')[0]} "
+                             "(pass --shape for each array, or --grid/--block if the launch "
+                             "was guessed)")
     variant = variant_sizes(sizes, relations)
     if fixed:
         variant = {}
@@ -256,26 +270,16 @@ _FLAT_INDEX = re.compile(r"\bblockIdx\.x\b[^;{}]{0,40}\bblockDim\.x\b|"
 MAX_GUESSED_THREADS = 1 << 24
 
 
-def _unfitted(src_path: Path, kernel: str, view, args: list[dict], sizes: dict,
-              why: str = "") -> str:
-    """Why no port is made when the launch was guessed (one thread per element: no --grid
-    and no readable host launch) and a buffer's extent fits no expression over the sizes: a
-    package valid only at the sizes given would be wrong, or fault, at any other; or
-    (``why``) when the guessed launch itself is too large to run. Names the host launch's
-    problems."""
-    what = "; ".join(f"{a['name']}: {a['shape'][0]} elements at these sizes"
-                     for a in args if a.get("shape_guessed") and isinstance(a["shape"][0], int))
-    head = why or (f"the extent the kernel accesses fits no expression over the sizes "
-                   f"{', '.join(sizes)} ({what}), so a port would hold at these sizes only")
+def _no_guess(src_path: Path, kernel: str, view, sizes: dict, why: str) -> str:
+    """Why kport guesses no launch (one thread per element) for ``kernel``: ``why``, then the
+    problems of the host launch it could not read, and what to pass."""
     _, given = template_parts(kernel)
     launches = [x for x in find_launches(view.text, kernel, given, sizes) if matches(x, given)]
-    launch = (f"the launch was guessed (one thread per element), as the host launch in "
-              f"{launches[0].host} at {view.where(launches[0].line)} could not be read: "
-              f"{'; '.join(launches[0].problems) or 'it uses names no --size gives'}"
-              if launches else "the launch was guessed (one thread per element): the file has "
-              "no host launch of it kport can find")
-    return (f"{src_path}: {kernel}: {head}; {launch}; pass --grid/--block as the host launches "
-            "it, --size for the names its launch uses, or --shape NAME=EXPR")
+    launch = (f"the host launch in {launches[0].host} at {view.where(launches[0].line)} could "
+              f"not be read: {'; '.join(launches[0].problems) or 'it uses names no --size gives'}"
+              if launches else "the file has no host launch of it kport can find")
+    return (f"{src_path}: {kernel}: {why}; {launch}; pass --grid/--block as the host launches "
+            "it, or --size for the names its launch uses")
 
 
 def _fills(view, kernel: str, launch) -> dict[int, float | None]:
@@ -338,15 +342,16 @@ def resolve_kernel(src: str, kernel: str, where: str) -> tuple[str, list[str]]:
 
 
 def _host_launch(view, kernel: str, params: list[str], ints: list[str], sizes: dict,
-                 config: bool = True):
+                 config: bool = True, constants=None):
     """(the first launch of ``kernel`` in the file's host code that sizes can express, the
     kernel's int scalars as expressions over its sizes) or (None, {}): agent/host_launch.py.
     With --size given, only a launch over those names (or some of them: the others may size a
     struct field or a scalar). Only launches of ``kernel``'s
     instantiation count (``norm_f32<1024>`` is launched with other blocks than ``<32>``).
-    ``config=False``: the grid and block are typed, so any launch of it gives the scalars."""
+    ``config=False``: the grid and block are typed, so any launch of it gives the scalars.
+    ``constants``: the compiler of the host's constants (agent/host_consts.py)."""
     _, given = template_parts(kernel)
-    for launch in find_launches(view.text, kernel, given, sizes):
+    for launch in find_launches(view.text, kernel, given, sizes, constants):
         if not matches(launch, given) or (config and not launch.usable):
             continue
         used = size_names([*launch.grid, *launch.block, str(launch.shared_mem)]) \

@@ -17,17 +17,22 @@ defined in the source and launch its first parameter with ``<<<``, and the launc
 value must be a local built from a constructor call whose first three arguments are grid,
 block and dynamic shared memory (read positionally: the helper's own body is not followed).
 Each launch keeps its explicit template arguments, so that ``norm_f32<1024>`` takes the
-launch of ``norm_f32<1024>``, not of ``norm_f32<WARP_SIZE>`` (``instantiations``).
+launch of ``norm_f32<1024>``, not of ``norm_f32<WARP_SIZE>`` (``instantiations``). A launch
+through a local pointer to the kernel (``auto k = &kernel<Ktraits>; k<<<...>>>``) is read
+too; the host's template parameters bound from the user's instantiation, its traits
+constants compiled and a struct parameter's fields named by sizes: agent/host_consts.py.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from agent.host_consts import FIELD_ACCESS, HostTerms, bind_template, host_terms
 from agent.translate.analyze import (
     PARAMETER_NODES,
     TYPE_DTYPES,
@@ -102,13 +107,18 @@ class HostLaunch:
         return self.grid is not None and self.block is not None and self.shared_mem is not None
 
 
-def find_launches(src: str, kernel: str, given=(), sizes=()) -> list[HostLaunch]:
+def find_launches(src: str, kernel: str, given=(), sizes=(),
+                  constants: Callable[[str], int] | None = None) -> list[HostLaunch]:
     """Every launch of ``kernel`` (its name without template arguments) in the host functions
-    of ``src``, in file order: ``<<<...>>>`` launches and calls of launch helpers. ``given``:
-    the kernel's template arguments, which say what a host's own type parameter is where the
-    launch passes it (``sizeof(T)`` in an argument is then its bytes). ``sizes``: the size
-    names the user gave; one that names a host local stands for it (llama.cpp's hosts take
-    tensors and compute ``total = T_out * OC`` from them: ``--size total=486`` says it)."""
+    of ``src``, in file order: ``<<<...>>>`` launches (of the kernel or of a local pointer to
+    it) and calls of launch helpers. ``given``: the kernel's template arguments, which bind
+    the host's own template parameters where the launch passes them (agent/host_consts.py;
+    ``sizeof(T)`` in an argument is then its bytes). ``sizes``: the size names the user gave;
+    one that names a host local, or a field of a host parameter (``params.batch``), stands for
+    it (llama.cpp's hosts take tensors and compute ``total = T_out * OC`` from them: ``--size
+    total=486`` says it). ``constants``: the value of a C++ constant expression only the
+    compiler knows (``Ktraits::kSmemSize``: agent/host_consts.constant_compiler), ValueError
+    when it has none; without it such a launch part is unread."""
     data = blank_qualifier_macros(expand_unbalanced_macros(src, launches=True)).encode()
     root = parse(data, "cuda")
     macros = _C_LIMITS | {m[1]: m[2].split("//")[0].strip() for m in _OBJECT_MACRO.finditer(src)}
@@ -122,15 +132,19 @@ def find_launches(src: str, kernel: str, given=(), sizes=()) -> list[HostLaunch]
             callee = call.child_by_field_name("function")
             if callee is None:
                 continue
-            if config is not None and _bare(_text(callee, data)) == name:
-                found.append(_launch(fn, call, config, data, macros, given, sizes))
+            text = _text(callee, data)
+            if config is not None and _bare(text) != name:
+                text = _kernel_pointer(fn, call, text, name, data)  # `auto k = &kernel<..>;`
+            if config is not None and text is not None:
+                found.append(_launch(fn, call, config, text, data, macros, given, sizes,
+                                     constants))
             elif config is None and _bare(_text(callee, data)) in helpers:
                 args = call.child_by_field_name("arguments")
                 parts = [a for a in (args.named_children if args else [])
                          if a.type != "comment"]
                 if len(parts) >= 2 and _bare(_text(parts[0], data)) == name:
                     found.append(_helper_launch(fn, call, parts, data, macros, given,
-                                                            sizes))
+                                                sizes, constants))
     return found
 
 
@@ -313,7 +327,7 @@ def _typed(text: str, types: dict[str, int]) -> str:
 
 
 def _helper_launch(fn, call, parts, data: bytes, macros: dict[str, str],
-                   given=(), sizes=()) -> HostLaunch:
+                   given=(), sizes=(), constants=None) -> HostLaunch:
     """A launch through a helper: ``helper(kernel<...>, params, args...)``, the launch
     configuration the first three arguments of the constructor (or braced list) that built
     the local ``params``."""
@@ -330,11 +344,12 @@ def _helper_launch(fn, call, parts, data: bytes, macros: dict[str, str],
 
     return _read_launch(fn, call, _text(parts[0], data), config, parts[2:], data, macros, given,
                         sizes, f"the launch parameters {name!r} are not a local built from a "
-                        "constructor call or a braced list")
+                        "constructor call or a braced list", constants)
 
 
 def _dims(text: str, local: dict, macros: dict[str, str], params: list[str],
-          problems: list[str]) -> list[str] | None:
+          problems: list[str], types: dict[str, int] | None = None,
+          terms: HostTerms | None = None) -> list[str] | None:
     """A grid or block: a dim3 local, ``dim3(a, b, c)``, or one number."""
     text = _CAST.sub("", text).strip()
     value = local.get(text)
@@ -345,31 +360,41 @@ def _dims(text: str, local: dict, macros: dict[str, str], params: list[str],
         parts = (split_template_args(m[1], "()[]{}") + ["1", "1", "1"])[:3]
     else:
         parts = [text, "1", "1"]
-    dims = [_size_expr(v, local, macros, params, problems) for v in parts]
+    dims = [_size_expr(v, local, macros, params, problems, types, terms) for v in parts]
     return None if any(d is None for d in dims) else dims
 
 
-def _launch(fn, call, config, data: bytes, macros: dict[str, str], given=(),
-            sizes=()) -> HostLaunch:
-    """A ``kernel<<<grid, block, smem, stream>>>(args)`` launch."""
+def _launch(fn, call, config, kernel_text: str, data: bytes, macros: dict[str, str],
+            given=(), sizes=(), constants=None) -> HostLaunch:
+    """A ``kernel<<<grid, block, smem, stream>>>(args)`` launch (``kernel_text``: the kernel
+    as launched, or as the local pointer launched was initialised)."""
     texts = [_text(c, data) for c in config.named_children if c.type != "comment"]
     args = call.child_by_field_name("arguments")
-    return _read_launch(fn, call, _text(call.child_by_field_name("function"), data),
-                        lambda local: texts, [a for a in (args.named_children if args else [])
-                                              if a.type != "comment"], data, macros, given,
-                        sizes, "")
+    return _read_launch(fn, call, kernel_text, lambda local: texts,
+                        [a for a in (args.named_children if args else [])
+                         if a.type != "comment"], data, macros, given, sizes, "", constants)
 
 
 def _read_launch(fn, call, kernel_text: str, config, passed: list, data: bytes,
-                 macros: dict[str, str], given, sizes, unreadable: str) -> HostLaunch:
+                 macros: dict[str, str], given, sizes, unreadable: str,
+                 constants=None) -> HostLaunch:
     """The launch of ``call`` in host function ``fn``: ``config(locals)`` gives the texts of
     grid, block and shared memory (None when it cannot: ``unreadable`` says why), ``passed``
-    the kernel's argument nodes. A local named in ``sizes`` is a size like a parameter."""
+    the kernel's argument nodes. A local named in ``sizes`` is a size like a parameter, and so
+    is a field of a host parameter that a size names (``params.batch``: ``batch``)."""
     host, params, tparams = _host_params(fn, data)
+    structs = set(params)
     local = _locals(fn, call.start_byte, data)
     params += [s for s in sizes if s in local and s not in params]
+    fields = {m[2] for m in FIELD_ACCESS.finditer(_text(fn, data))
+              if m[1] in structs and m[2] in sizes and m[2] not in params}
+    params += sorted(fields)
     out = HostLaunch(host, call.start_point[0] + 1, params)
+    aliases = _aliases(fn, call.start_byte, data)
+    kernel_text = _unaliased(kernel_text, aliases)
     out.template_args = _template_args(kernel_text, tparams, local, macros, params)
+    bound = _bound(out, kernel_text, list(given), (tparams | _switch_names(call, data))
+                   - set(params) - set(local), local, macros)
     texts = config(local)
     if texts is None:
         out.grid = out.block = None
@@ -377,17 +402,115 @@ def _read_launch(fn, call, kernel_text: str, config, passed: list, data: bytes,
         return out
     types = _type_sizes(kernel_text, out.template_args, given) if out.template_args is not None \
         else _deduced_types(fn, kernel_text, passed, given, data)
-    out.grid = _dims(texts[0], local, macros, params, out.problems)
-    out.block = _dims(texts[1], local, macros, params, out.problems) if len(texts) > 1 else None
+    types |= {n: _BYTES[" ".join(v.split())] for n, v in bound.items()
+              if " ".join(v.split()) in _BYTES}
+    fixed = bound | {n: v for n, v in local.items() if isinstance(v, str) and n not in bound
+                     and _IDENT.fullmatch(v.strip()) is None and _folds(v, local, macros)}
+    terms = HostTerms({a: _unaliased(t, aliases, fixed) for a, t in aliases.items()}, fixed,
+                      structs, fields, set(_BYTES) | set(types), constants)
+    out.grid = _dims(texts[0], local, macros, params, out.problems, types, terms)
+    out.block = _dims(texts[1], local, macros, params, out.problems, types, terms) \
+        if len(texts) > 1 else None
     if len(texts) > 2:
-        out.shared_mem = _size_expr(texts[2], local, macros, params, out.problems, types)
-    out.args = [_size_expr(_text(a, data), local, macros, params, [], types) for a in passed]
+        out.shared_mem = _size_expr(texts[2], local, macros, params, out.problems, types,
+                                    terms)
+    out.args = [_size_expr(_text(a, data), local, macros, params, [], types, terms)
+                for a in passed]
     out.arg_texts = [_text(a, data) for a in passed]
     for i, a in enumerate(passed):
-        parts = _vector_value(_text(a, data), local, macros, params, types)
+        parts = _vector_value(_text(a, data), local, macros, params, types, terms)
         if parts is not None:
             out.vectors[i] = parts
     return out
+
+
+_ALIAS = re.compile(r"^\s*using\s+([A-Za-z_]\w*)\s*=\s*(?:typename\s+)?(.+?)\s*;\s*$", re.S)
+_TYPEDEF = re.compile(r"^\s*typedef\s+(?:typename\s+)?(.+?)\s+([A-Za-z_]\w*)\s*;\s*$", re.S)
+_UNQUALIFIED = re.compile(r"(?<![.\w:])(?<!->)[A-Za-z_]\w*")
+
+
+def _kernel_pointer(fn, call, callee: str, kernel: str, data: bytes) -> str | None:
+    """The kernel a local function pointer ``callee``, launched at ``call``, was initialised
+    with (``auto k = &kern<Ktraits>;`` or ``void (*k)(P) = kern<Ktraits>;``: ``kern<Ktraits>``);
+    None when ``callee`` is no such local of ``fn`` or points at another kernel than
+    ``kernel`` (its bare name)."""
+    if not _IDENT.fullmatch(callee.strip()):
+        return None
+    v = re.escape(callee.strip())
+    declared = re.compile(rf"(?:\bauto\s*(?:const\s*)?\*?\s*(?:const\s+)?{v}|\(\s*\*\s*"
+                          rf"(?:const\s+)?{v}\s*\)\s*\([^;{{}}]*\))\s*=\s*([^;{{}}]+);")
+    text = data[fn.start_byte:call.start_byte].decode(errors="replace")
+    found = [m[1].strip() for m in declared.finditer(text)]
+    target = found[-1].lstrip("(&").rstrip(")").strip() if found else ""
+    return target if found and _bare(target) == kernel else None
+
+
+def _aliases(fn, before: int, data: bytes) -> dict[str, str]:
+    """The host function's type aliases (``using K = T;``, ``typedef T K;``) in scope at byte
+    ``before``, by name."""
+    out = {}
+    for node in _walk(fn):
+        if node.type not in ("alias_declaration", "type_definition") or node.end_byte > before \
+                or not node.parent.start_byte <= before < node.parent.end_byte:
+            continue
+        text = _text(node, data)
+        if m := _ALIAS.match(text):
+            out[m[1]] = m[2]
+        elif m := _TYPEDEF.match(text):
+            out[m[2]] = m[1]
+    return out
+
+
+def _unaliased(text: str, aliases: dict[str, str], bound: dict[str, str] | None = None) -> str:
+    """``text`` with the host's type aliases (and names ``bound``) written out."""
+    for _ in range(4):
+        text = _UNQUALIFIED.sub(lambda m: aliases.get(m[0], (bound or {}).get(m[0], m[0])), text)
+    return text
+
+
+def _switch_names(call, data: bytes) -> set[str]:
+    """The constants switch macros around ``call`` define for the lambda they run:
+    ``BOOL_SWITCH(cond, kIsVecLoad, [&] {...})``'s ``kIsVecLoad`` (static_switch.h's pattern,
+    in causal-conv1d, mamba and flash-attention): the names passed beside the lambda."""
+    out, node = set(), call.parent
+    while node is not None:
+        if node.type == "lambda_expression" and node.parent is not None and \
+                node.parent.type == "argument_list":
+            out |= {_text(a, data) for a in node.parent.named_children if a.type == "identifier"}
+        node = node.parent
+    return out
+
+
+def _bound(out: HostLaunch, kernel_text: str, given: list[str], bindable: set[str],
+           local: dict, macros: dict[str, str]) -> dict[str, str]:
+    """The host's template parameters (and switch constants: ``bindable``) bound from the
+    user's instantiation ``given`` (agent/host_consts.bind_template): an argument over
+    them that cannot equal the given one (``Traits<kN, 1>`` for ``Traits<64, 2>``) is no
+    longer any value in ``template_args``, and a bound value becomes a local. Returns the
+    bound names' texts."""
+    if not given or out.template_args is None:
+        return {}
+
+    def fold(text: str):
+        return _folds(text, local, macros)
+    launched = template_parts(kernel_text)[1]
+    bound, verdicts = bind_template(launched, given, bindable, fold)
+    for i, verdict in enumerate(verdicts[:len(out.template_args)]):
+        if verdict is False and out.template_args[i] is None:  # not this instantiation
+            out.template_args[i] = _unaliased(launched[i], {}, bound)
+    for name, value in bound.items():
+        if fold(value) is not None:
+            local[name] = value
+    return bound
+
+
+def _folds(text: str, local: dict, macros: dict[str, str]):
+    """``text``'s constant value over the host's locals and macros; None when it has none."""
+    folded = _size_expr(text, local, macros, [], [])
+    try:
+        return _const(folded) if folded is not None else None
+    except ValueError:
+        return None
 
 
 _FASTDIV = re.compile(r"^init_fastdiv_values\s*\((.*)\)$", re.S)
@@ -395,7 +518,7 @@ _MAKE_VECTOR = re.compile(r"^make_[a-z]+([234])\s*\((.*)\)$", re.S)
 
 
 def _vector_value(text: str, local: dict, macros: dict[str, str], params: list[str],
-                  types: dict[str, int]) -> list[str] | None:
+                  types: dict[str, int], terms: HostTerms | None = None) -> list[str] | None:
     """The components of a CUDA vector the launch passes, as size expressions: from
     ``make_uint3(a, b, c)`` or llama.cpp's ``init_fastdiv_values(d)`` (the fast-division
     constants <multiplier, shift, d>), directly or through a local; None otherwise."""
@@ -406,10 +529,10 @@ def _vector_value(text: str, local: dict, macros: dict[str, str], params: list[s
             break
         text = value.strip()
     if m := _FASTDIV.match(text):
-        d = _size_expr(m[1], local, macros, params, [], types)
+        d = _size_expr(m[1], local, macros, params, [], types, terms)
         return None if d is None else [f"fastdiv_mult({d})", f"ceil_log2({d})", d]
     if m := _MAKE_VECTOR.match(text):
-        parts = [_size_expr(x, local, macros, params, [], types)
+        parts = [_size_expr(x, local, macros, params, [], types, terms)
                  for x in split_template_args(m[2], "()[]{}")]
         return parts if None not in parts and len(parts) == int(m[1]) else None
     return None
@@ -492,10 +615,13 @@ def size_names(exprs: list[str]) -> list[str]:
 
 
 def _size_expr(text: str, local: dict, macros: dict[str, str], params: list[str],
-               problems: list[str], types: dict[str, int] | None = None) -> str | None:
+               problems: list[str], types: dict[str, int] | None = None,
+               terms: HostTerms | None = None) -> str | None:
     """``text`` as a size expression over ``params``, or None (a reason in ``problems``)."""
     for _ in range(8):  # locals and macros, a few levels deep
         changed = False
+        if terms is not None and (text := host_terms(text, terms, problems)) is None:
+            return None
         text = _WARP_SIZE.sub("32", text)
         text = _QUALIFIED.sub(lambda m: "" if m[0] != "std::" else m[0], text)  # ns::name
         text = re.sub(r"\b(min|max)\s*<[^<>()]*>\s*\(", r"\1(", text)  # std::min<int64_t>(

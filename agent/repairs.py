@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from agent.retile import retile
 from corpus.candidate import Candidate
 from kb.fixes import match_fixes
 from runners.srcrewrite import tokenize
@@ -87,6 +88,9 @@ REPAIRS: dict[str, Callable[[Candidate, object], Candidate | None]] = {
     "types.barrier_flags": barrier_flags,
     "mlx.atomic_needs_atomic_outputs": atomic_outputs,
     "check.unwritten_output": init_outputs,
+    # threadgroup memory over 32 KB: a tiling template parameter halved (agent/retile.py)
+    "tgmem.over_limit": retile,
+    "run.threadgroup_memory_limit": retile,
 }
 
 
@@ -111,6 +115,28 @@ def mechanical_repair(candidate: Candidate, case, ids: list[str],
         if fn is None or rid in tried:
             continue
         fixed = fn(candidate, case)
-        if fixed is not None:
-            return fixed.model_copy(update={"origin": f"repair:{rid}"}), rid
+        if fixed is not None:  # a repair may say what it did ("detail:..."; retile's parameter)
+            detail = fixed.origin.removeprefix("detail:") if fixed.origin.startswith(
+                "detail:") else ""
+            origin = f"repair:{rid}" + (f" ({detail})" if detail else "")
+            return fixed.model_copy(update={"origin": origin}), rid
     return None
+
+
+def with_repairs(case, candidate: Candidate, check, rounds: int = 4):
+    """(the candidate, its outcomes) after the mechanical repairs ``kport port --offline``
+    applies in turn while a check fails: ``check(candidate)`` gives a list of
+    corpus.check.Outcome. For measurements of the offline path outside the agent graph
+    (evals/bench_port.py, tests/translate/test_corpus_port.py)."""
+    outcomes, tried = check(candidate), set()
+    for _ in range(rounds):
+        if all(o.metal == "ok" for o in outcomes):
+            break
+        notes = [n for o in outcomes for n in o.notes]
+        fixed = mechanical_repair(candidate, case, diagnosis_ids(notes, []), tried)
+        if fixed is None:
+            break
+        candidate, rid = fixed
+        tried.add(rid)
+        outcomes = check(candidate)
+    return candidate, outcomes

@@ -90,6 +90,7 @@ class _Runner:
         self.elements: int = START_ELEMENTS
         self.runs = 0
         self.seed = 2  # the next random size set's seed (agent.shape_probe._another)
+        self.failure = ""  # why the first run that could not run failed, when it says
         self.started = time.monotonic()
 
     def extents(self, sizes: dict[str, int]) -> dict[str, int] | None:
@@ -173,10 +174,14 @@ class _Runner:
         try:
             grid, block, smem = self.launch(sizes)
             run = self.kernel.launch(grid, block, values, shared_mem=smem)
-        except (ValueError, SizeExprError):
+        except (ValueError, SizeExprError) as err:
+            self.failure = self.failure or str(err)
             return None
         fault = not run.extents or any(f.kind in ("out_of_bounds", "crash", "timeout")
                                        for f in run.findings)
+        if not run.compiled:  # the kernel does not build: every run would say so
+            self.failure = self.failure or "; ".join(str(d) for d in run.diagnostics
+                                                     if d.severity == "error")[:400]
         out = {}
         for a in self.args:
             seen = run.extents.get(a.field or a.name) or {}
@@ -187,6 +192,8 @@ class _Runner:
                 out[a.name] = max(ends, default=0)
         if fault and not (run.extents and max(out.values(), default=0) > self.elements
                           and self.elements < MAX_ELEMENTS):
+            if run.findings and not self.failure:
+                self.failure = str(run.findings[0])[:300]
             return None  # sizes the kernel cannot run at (a tile overrun, a fault)
         return out  # a run off a buffer's end: extents() grows the buffers and runs again
 
@@ -206,7 +213,8 @@ def probe_shapes(code: str, kernel: str, filename: str, args: list[ArgProbe],
     base = runner.extents(sizes)
     buffers = [a.name for a in args if a.role != "scalar" and not a.fields and not a.null]
     if base is None:
-        probe.unfitted = {b: "the kernel did not run in cuda_sim at the case's sizes"
+        why = f" ({runner.failure})" if runner.failure else ""
+        probe.unfitted = {b: f"the kernel did not run in cuda_sim at the case's sizes{why}"
                           for b in buffers}
         probe.runs = runner.runs
         return probe

@@ -21,7 +21,9 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from agent.repairs import with_repairs
 from agent.translate import translate_kernel
+from corpus.candidate import Candidate
 from corpus.cases import discover
 from corpus.port_check import check_translation
 from kb.llama_cpp import CUDA_SUB, GGML_FILES, _extract, _find_root
@@ -45,7 +47,9 @@ def corpus_table(ids: list[str] | None) -> tuple[list[tuple], list[str]]:
         except KportError as err:
             failures.append(f"{case.id}: not translated: {err}")
             continue
-        outs = check_translation(case, tr, seeds=1)
+        # as `kport port --offline` does: the translation, then its mechanical repairs
+        _, outs = with_repairs(case, Candidate.from_translation(tr),
+                               lambda c, case=case: check_translation(case, c, seeds=1))
         notes = " | ".join(n for o in outs for n in o.notes)
         compiled = "compile error" not in notes
         correct = all(o.metal == "ok" for o in outs)

@@ -19,6 +19,7 @@ import runners
 from agent.harness import judge
 from agent.llm import connect
 from agent.nodes.bench import measure
+from agent.repairs import diagnosis_ids, mechanical_repair
 from agent.report import shipped
 from agent.state import Budget, PortContext, tokens_used
 from agent.translate import translate_kernel
@@ -163,6 +164,17 @@ def _offline(case: CaseSpec, task: CaseTask, rec: dict) -> None:
     rec["iterations"], rec["todos"], rec["coverage"] = 1, len(tr.todos), round(tr.coverage, 4)
     cand = Candidate.from_translation(tr, "translator")
     _judge(case, cand, task, rec)
+    tried: set[str] = set()
+    while not rec["correct"]:  # the mechanical repairs `kport port --offline` applies
+        fixed = mechanical_repair(cand, case, diagnosis_ids(rec["reasons"], []), tried)
+        if fixed is None:
+            break
+        cand, rid = fixed
+        tried.add(rid)
+        rec["iterations"] += 1
+        rec["reasons"] = []
+        rec["notes"].append(f"repaired: {cand.origin}")
+        _judge(case, cand, task, rec)
     if rec["correct"]:
         rec["speedup"] = _speedup(case, cand, task.chip, rec)
 

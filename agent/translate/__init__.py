@@ -253,7 +253,7 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
             header_parts.append(f"#define {name} {cub.spelled(value, ctx)}  // template "
                                 f"argument {name}")
             del template[name]
-    header = "".join(f"{p}\n" for p in header_parts if p)
+    header = namespaces.declared_only("".join(f"{p}\n" for p in header_parts if p))
     tr = Translation(
         kernel=info.name, body=_dedent(body), header=header,
         inputs=info.inputs, outputs=info.outputs, roles=info.roles, dtypes=info.dtypes,

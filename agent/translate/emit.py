@@ -531,7 +531,9 @@ class Emitter(AtomicRewrites, InPlace, HelperParamSpaces):
             idx = self._param_index(node)
             if idx in self.ctx.tg_params.get(fn, set()):
                 return "threadgroup"
-            if idx in self.ctx.thread_params.get(fn.split("<")[0], set()):
+            # every definition of the name alike: `load_global<16, LoadPolicy::CacheGlobal>`
+            # must keep the spaces of the template it specialises
+            if idx in self.ctx.thread_params.get(self._enclosing_fn(node, bare=True), set()):
                 return "thread"
             return "const device" if "const" not in text.split() and \
                 idx in self.ctx.split_params.get(fn, set()) else "device"
@@ -706,14 +708,17 @@ class Emitter(AtomicRewrites, InPlace, HelperParamSpaces):
                 self.ctx.readonly.add(name)
         return f"auto {next(iter(names))} = {self.emit(value)};"
 
-    def _enclosing_fn(self, node: Node) -> str | None:
-        """The name of the function whose parameters or body hold ``node``."""
+    def _enclosing_fn(self, node: Node, bare: bool = False) -> str | None:
+        """The name of the function whose parameters or body hold ``node`` (``bare``: without
+        template arguments or scope, `mem_access::load_global<16, P::X>`: load_global)."""
         p = node.parent
         while p is not None and p.type not in ("function_declarator", "function_definition"):
             p = p.parent
         while p is not None and p.type != "function_declarator":  # a body: its definition's
             p = p.child_by_field_name("declarator")
         d = p.child_by_field_name("declarator") if p is not None else None
+        if d is not None and bare:
+            return self.text(d).split("<")[0].split("::")[-1]
         return self.text(d).split("::")[-1] if d is not None else None
 
     def _param_index(self, node: Node) -> int:

@@ -13,7 +13,7 @@ import bisect
 import functools
 import re
 
-from agent.translate.macros import arg_spans
+from agent.translate.macros import arg_spans, call_end
 from kb.rewrites import load_rewrites
 
 _DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^)]*)\)"
@@ -63,16 +63,6 @@ def expandable_macros(src: str) -> dict[str, tuple[list[str], str]]:
     return {n: usable[n] for n in wanted}
 
 
-def _close(text: str, start: int) -> int:
-    """The index after the ``)`` closing the ``(`` at ``start``; -1 when there is none."""
-    depth = 0
-    for i in range(start, len(text)):
-        depth += {"(": 1, ")": -1}.get(text[i], 0)
-        if depth == 0:
-            return i + 1
-    return -1
-
-
 def _expand(text: str, macros: dict, off: frozenset[str]) -> str:
     """``text`` (code: no comments or literals that matter) with every use of ``macros``
     outside ``off`` expanded, recursively."""
@@ -82,7 +72,7 @@ def _expand(text: str, macros: dict, off: frozenset[str]) -> str:
     use = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\s*\(")
     out, pos = [], 0
     while m := use.search(text, pos):
-        end = _close(text, m.end() - 1)
+        end = call_end(text, m.end() - 1)
         got = _expansion(text[m.end():end - 1], m[1], macros, off) if end > 0 else None
         if got is None:
             out.append(text[pos:m.end()])
@@ -127,7 +117,7 @@ def expand_macro_calls(src: str) -> str:
         k = bisect.bisect_right(starts, m.start()) - 1
         if m.start() < pos or k >= 0 and m.start() < skipped[k][1]:
             continue
-        end = _close(src, m.end() - 1)
+        end = call_end(src, m.end() - 1)
         if end < 0:
             continue
         span = src[m.end():end - 1]

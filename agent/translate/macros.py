@@ -86,7 +86,7 @@ def blank_qualifier_macros(src: str) -> str:
         for m in re.finditer(r"\b(" + "|".join(map(re.escape, calls)) + r")\s*\(", src):
             if in_define(m.start()):
                 continue
-            end = _call_end(src, m.end() - 1)
+            end = call_end(src, m.end() - 1)
             if end < 0:
                 continue
             kind = calls[m[1]]
@@ -108,8 +108,8 @@ def _balanced(text: str) -> bool:
     return all(text.count(a) == text.count(b) for a, b in ("{}", "()", "[]"))
 
 
-def _call_end(line: str, start: int) -> int:
-    """The index after the ``)`` closing the ``(`` at ``start``; -1 when the line ends first."""
+def call_end(line: str, start: int) -> int:
+    """The index after the ``)`` closing the ``(`` at ``start``; -1 when the text ends first."""
     depth = 0
     for i in range(start, len(line)):
         depth += {"(": 1, ")": -1}.get(line[i], 0)
@@ -140,7 +140,7 @@ def expand_unbalanced_macros(src: str, launches: bool = False) -> str:
         if not line.lstrip().startswith("#"):
             pos = 0
             while m := use.search(line, pos):
-                end = _call_end(line, m.end() - 1)
+                end = call_end(line, m.end() - 1)
                 if end < 0:
                     break
                 params, body = macros[m[1]]

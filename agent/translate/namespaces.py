@@ -6,6 +6,8 @@ namespaces, so the Metal port keeps them as the CUDA slice does."""
 
 from __future__ import annotations
 
+import re
+
 from tree_sitter import Node
 
 from agent.translate.tree import _text
@@ -64,3 +66,22 @@ def kernel_scope(kernel: Node, data: bytes) -> str:
     names = [qualified(chain[:i + 1], data) for i in range(len(chain))
              if chain[i].child_by_field_name("name") is not None]
     return "".join(f"using namespace {n};\n" for n in dict.fromkeys(names))
+
+
+
+def declared_only(header: str) -> str:
+    """``header`` without the ``using namespace N;`` lines for a namespace it does not declare,
+    and without repeats: Metal refuses a directive for a namespace it never saw (vLLM's
+    rms_norm keeps nothing of `namespace vllm` in the port's header but the kernel, which MLX
+    puts in the body)."""
+    out, seen = [], set()
+    for line in header.split("\n"):
+        m = re.fullmatch(r"\s*using\s+namespace\s+([\w:]+)\s*;\s*", line)
+        if m:
+            name = m[1].split("::")[-1]
+            if m[1] in seen or not re.search(rf"\bnamespace\s+(\w+::)*{re.escape(name)}\s*\{{",
+                                             header):
+                continue
+            seen.add(m[1])
+        out.append(line)
+    return "\n".join(out)

@@ -205,6 +205,8 @@ class RawKernel:
                           macro_definitions(self.options))
         if re.search(r"\bcub\s*::", code):  # a device-code closure keeps no system include:
             defines += "#include <cub/cub.cuh>\n"  # CUB's collectives are kport's own here
+        if re.search(r"\bcooperative_groups\b", code):  # nor <cooperative_groups.h>
+            defines += "#include <cooperative_groups.h>\n"
         if re.search(r"\bc10\s*::\s*complex\b", code):  # torch's, as device code uses it
             defines += "#include <c10/util/complex.h>\n"
         return (f'{CUDA_HEAD}{defines}#line 1 "{self.filename}"\n{code}\n'

@@ -38,6 +38,11 @@ from runners.toolchain import find_compiler
 # A line marker of clang's output: `# LINE "FILE" FLAGS`.
 _MARKER = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"((?: \d)*)$')
 _NOT_FOUND = re.compile(r"^'([^']+)' file not found$")
+# host libraries some code includes with quotes (DeepSpeed's `#include "cublas_v2.h"`): read as
+# empty like a missing <...> header, never looked for as the user's own
+_HOST_LIBRARY = re.compile(r"^(cublas\w*|curand\w*|cufft\w*|cusparse\w*|cusolver\w*|cudnn\w*|"
+                           r"nccl\w*|nvToolsExt\w*|cuda_runtime_api|cuda_profiler_api)\.h$|"
+                           r"^(nvtx3|torch|ATen|c10|pybind11)/")
 MAX_STUBS = 64  # system headers read as empty, at most: more means this is not CUDA code
 
 
@@ -79,8 +84,9 @@ def nvcc_options(path: Path, include=(), define=()) -> tuple[str, ...]:
 def read_as_compiled(code: str, filename: str, options=()) -> SourceView:
     """``code`` (the file ``filename``) as nvcc would read it with ``options`` (``-I`` folders,
     the file's own first, and ``-D`` macros: runners.cuda_sim spellings). A system header
-    (``#include <...>``) that is nowhere to be found (cuBLAS, torch, pybind11: host libraries
-    a kernel's device code never needs) is read as empty and listed in ``stubbed``.
+    (``#include <...>``, or a host library's header in quotes: ``_HOST_LIBRARY``) that is nowhere
+    to be found (cuBLAS, torch, pybind11: host libraries a kernel's device code never needs) is
+    read as empty and listed in ``stubbed``.
     SourceError naming the file and line when the preprocessor stops otherwise (a local
     header it cannot find, an ``#error``)."""
     files: dict[str, str] = {}
@@ -137,8 +143,8 @@ def _preprocess(scratch: Path, filename: str, files: dict[str, str],
         written = files.get(first.file, "").split("\n")
         line = written[first.line - 1] if 0 < first.line <= len(written) else ""
         name = m[1]
-        if f"<{name}>" in line and ".." not in Path(name).parts and \
-                not Path(name).is_absolute():
+        if (f"<{name}>" in line or _HOST_LIBRARY.match(name)) and \
+                ".." not in Path(name).parts and not Path(name).is_absolute():
             return None, name
         raise SourceError(f"{first}; pass the folder that holds it with -I DIR")
     raise SourceError(str(first))

@@ -11,8 +11,8 @@ from tests.cli import KPORT
 
 pytestmark = pytest.mark.slow  # the whole corpus through kport eval (tests/tiers.py)
 
-NEEDS_RESTRUCTURING = {"021_gemm_wmma_half", "039_flash_attention_fwd_causal_d128",
-                       "041_mamba1_selective_scan_fwd", "043_flash_attention_fwd_d128"}
+# FlashAttention at head dim 128: K and V tiles would have to share one buffer (docs/translate.md)
+NEEDS_RESTRUCTURING = {"039_flash_attention_fwd_causal_d128", "043_flash_attention_fwd_d128"}
 
 
 def test_full_offline_corpus_eval_and_report(tmp_path):
@@ -26,7 +26,7 @@ def test_full_offline_corpus_eval_and_report(tmp_path):
     failed = {r["case"] for r in lines if not r["correct"]}
     assert failed == NEEDS_RESTRUCTURING, [(r["case"], r["reasons"][:1]) for r in lines
                                            if r["case"] in failed ^ NEEDS_RESTRUCTURING]
-    assert "correct 90.7%" in proc.stdout + proc.stderr
+    assert "correct 95.3%" in proc.stdout + proc.stderr
     rep = subprocess.run([*KPORT, "report", str(out)],
                          capture_output=True, text=True, timeout=300)
     assert rep.returncode == 0, rep.stderr

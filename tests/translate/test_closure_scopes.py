@@ -11,7 +11,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from agent.translate import TranslateError, cuda_closure
+from agent.translate import TranslateError, cuda_closure, translate_kernel
 from tests.cli import kport, load_package
 
 
@@ -194,3 +194,20 @@ def test_device_code_marked_by_a_macro_and_file_scope_macro_uses(tmp_path):
     a = np.linspace(-1, 1, 64, dtype=np.float32)
     out = load_package(tmp_path / "pkg", "closure_device_macro").run(a=a, n=64)["out"]
     np.testing.assert_allclose(np.asarray(out), 9 * a, rtol=1e-6)  # the float specialisation, twice
+
+
+def test_no_using_directive_for_a_namespace_the_metal_header_does_not_declare():
+    """vLLM's rms_norm: the kernel sits in `namespace vllm`, but MLX puts its body in the
+    kernel function, so the port's header keeps nothing of the namespace; a `using namespace
+    vllm;` there is an error in Metal (a namespace it never saw)."""
+    src = textwrap.dedent("""\
+        namespace vllm {
+        template <typename scalar_t>
+        __global__ void twice(scalar_t* __restrict__ out, const scalar_t* __restrict__ in, int n) {
+            for (int i = threadIdx.x; i < n; i += blockDim.x) out[i] = 2 * in[i];
+        }
+        }  // namespace vllm
+        using namespace vllm;
+        """)
+    tr = translate_kernel(src, "twice<float>", grid=[1], block=[32])
+    assert "using namespace vllm" not in tr.header

@@ -106,3 +106,26 @@ def test_a_void_helper_handed_registers_and_device_memory_stays_device():
                             "kp_mem::load_global<16>(out + base, a + base)")
     tr = translate_kernel(src, "scale_copy", grid=["2"], block=[32])
     assert "load_global<16>(device void* dst, const device void* src)" in tr.header
+
+
+def test_specialisations_with_scoped_arguments_keep_the_templates_spaces():
+    """DeepSpeed's `load_global<16, LoadPolicy::CacheGlobal>`: a specialisation named with a
+    scoped argument is the same function for its parameters' spaces; one the kernel never
+    calls once kept `device void*` where the template had `thread void*`, and Metal refused it
+    ("no function template matches function template specialization")."""
+    src = VOID_COPY.replace(
+        "template <int Bytes> __device__ __forceinline__ void load_global(void* dst, "
+        "const void* src);",
+        "enum class Policy { All, Global };\n"
+        "template <int Bytes, Policy p = Policy::All> __device__ __forceinline__ void "
+        "load_global(void* dst, const void* src);\n"
+        "template <> __device__ __forceinline__ void load_global<16, Policy::Global>("
+        "void* dst, const void* src) {\n"
+        "  reinterpret_cast<uint4*>(dst)[0] = reinterpret_cast<const uint4*>(src)[0];\n}")
+    n = 256
+    x = np.random.default_rng(2).standard_normal(n).astype(np.float32)
+    tr, want, got = run_both(src, "scale_copy", {"a": x, "g": np.float32(0.5), "n": np.int32(n)},
+                             {"out": np.zeros(n, np.float32)}, ["2"], [32])
+    assert "load_global<16, Policy::Global>(thread void* dst, const device void* src)" \
+        in tr.header
+    np.testing.assert_allclose(got["out"], want["out"], rtol=0, atol=0)

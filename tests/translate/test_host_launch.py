@@ -239,11 +239,11 @@ def test_a_ternary_inside_parentheses_keeps_its_condition_whole():
     assert evaluate(launch.block[0], {"channels": 100000}) == 1024
 
 
-def test_no_port_when_a_guessed_launch_leaves_shapes_valid_at_the_given_sizes_only(tmp_path):
-    """A row per block, launched from a host function kport cannot read: the guessed launch
-    (one thread per element) makes extents no expression over the sizes fits. A package valid
-    at the given sizes only once came out ACCEPTED and was wrong at any other: now no port,
-    and the reason names the unreadable launch and what to pass."""
+def test_no_guessed_launch_for_a_kernel_with_no_flat_thread_index(tmp_path):
+    """A row per block, launched from a host function kport cannot read: one thread per
+    element is not its launch (vLLM's rms_norm once came out ACCEPTED so, valid at the given
+    sizes only; llama.cpp's fwht returned 288 elements for any size). Now no port, and the
+    reason names the unreadable launch and what to pass."""
     path = tmp_path / "rows.cu"
     path.write_text(textwrap.dedent("""\
         __global__ void rows(const float* x, float* y, const int ncols) {
@@ -260,5 +260,27 @@ def test_no_port_when_a_guessed_launch_leaves_shapes_valid_at_the_given_sizes_on
                  "--out", str(tmp_path / "pkg"), "--size", "ncols=300", "--size", "nrows=5")
     out = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "ACCEPTED" not in out and "Traceback" not in out, out
-    assert "fits no expression over the sizes" in out and "rows.cu:8" in out
+    assert "no flat thread index" in out and "rows.cu:8" in out
     assert "could not be read" in out and "query_block_size" in out and "--grid" in out
+
+
+def test_a_template_argument_kport_cannot_fold_matches_any_value():
+    """llama.cpp's ssm_conv: `constexpr int kNC = decltype(NC)::value;` inside a dispatch
+    lambda is a value kport cannot fold, so the launch is one of any kNC, not of none."""
+    src = textwrap.dedent("""\
+        template <bool silu, int threads, int nc>
+        __global__ void conv(const float* x, float* y, int n) { y[threadIdx.x] = x[threadIdx.x]; }
+        template <bool silu>
+        static void conv_cuda(const float* x, float* y, int n, int nc, int n_s) {
+            const int threads = 128;
+            auto launch = [&](auto NC) {
+                constexpr int kNC = decltype(NC)::value;
+                conv<silu, threads, kNC><<<n_s, threads>>>(x, y, n);
+            };
+            switch (nc) { case 4: launch(std::integral_constant<int, 4>{}); break; }
+        }
+        """)
+    (launch,) = find_launches(src, "conv<true, 128, 4>", given=["true", "128", "4"],
+                              sizes={"n": 64, "n_s": 3})
+    assert launch.template_args == [None, "128", None] and matches(launch, ["true", "128", "4"])
+    assert not matches(launch, ["true", "64", "4"])

@@ -310,10 +310,9 @@ ENTRIES: list[Wild] = [
          "causal_conv1d_fwd_kernel<Causal_conv1d_fwd_kernel_traits<128, 4, true, float, float>>",
          sizes={"batch": 2, "dim": 3, "seqlen": 1000},
          held_out=({"batch": 1, "dim": 5, "seqlen": 36}, {"batch": 3, "dim": 2, "seqlen": 2048}),
-         inputs=_conv_inputs, reference=_conv_fwd, include=("csrc",),
-         # kSmemSize: no CUB temp storage with kIsVecLoad, kNThreads * kNBytes * kNElts
-         extra=("--grid", "batch, dim", "--block", "128", "--shared-mem", "2048"),
-         rtol=1e-5, atol=1e-5),
+         # the launch (grid over params.batch and params.dim, Ktraits::kNThreads,
+         # Ktraits::kSmemSize compiled) is read from causal_conv1d_fwd_launch
+         inputs=_conv_inputs, reference=_conv_fwd, include=("csrc",), rtol=1e-5, atol=1e-5),
     Wild("conv1d_update", "causal-conv1d", "csrc/causal_conv1d_update.cu",
          "causal_conv1d_update_kernel<Causal_conv1d_update_kernel_traits<64, 4, float, float>, "
          "false>",
@@ -328,7 +327,8 @@ ENTRIES: list[Wild] = [
          sizes={"batch": 2, "dim": 4, "seqlen": 100, "dstate": 8},
          held_out=({"batch": 1, "dim": 3, "seqlen": 37, "dstate": 16},
                    {"batch": 2, "dim": 2, "seqlen": 77, "dstate": 4}),
-         inputs=_scan_inputs, reference=_selective_scan, include=(SCAN,),
-         # the dynamic shared memory is CUB's temp storage plus MAX_DSTATE float2: not given
-         extra=("--grid", "batch, dim", "--block", "32"), rtol=1e-4, atol=1e-4),
+         # the launch, its dynamic shared memory CUB's temp storage plus MAX_DSTATE float2,
+         # is read from selective_scan_fwd_launch
+         inputs=_scan_inputs, reference=_selective_scan, include=(SCAN,), rtol=1e-4,
+         atol=1e-4),
 ]

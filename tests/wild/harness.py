@@ -30,6 +30,8 @@ PROJECTS = {
     "torch-scatter": (("torch-scatter", "2.1.2"), "csrc/", expert_sources.SDIST_ONLY),
     "causal-conv1d": (("causal-conv1d", "1.7.0"), "csrc/", expert_sources.SDIST_ONLY),
     "mamba-ssm": (("mamba-ssm", "2.3.2.post1"), "csrc/", expert_sources.SDIST_ONLY),
+    "vllm": (("vllm", "0.6.3"), "csrc/", expert_sources.SDIST_ONLY),
+    "deepspeed": (("deepspeed", "0.15.4"), "csrc/", expert_sources.SDIST_ONLY),
 }
 CASES = Path(__file__).with_name("cases")  # hand-written case.toml files, by kernel id
 

@@ -22,12 +22,11 @@ KNOWN: dict[str, str] = {
                    "shared memory (cuda_sim reports it)",
     "scatter_segment_csr_max": "ATen's TensorInfo struct (a pointer and 25-element arrays), "
                                "defined in a torch header kport reads as empty",
-    "selective_scan_fwd": "the launch's dynamic shared memory (CUB's temp storage plus "
-                          "MAX_DSTATE float2, computed by the host) is not derived, so the "
-                          "oracle reads a null smem_; given by hand (--shared-mem 4096), the "
-                          "port stops at std::conditional_t and c10::complex in Metal, and "
-                          "out_ptr, written only by CUB's Store inside store_output, is "
-                          "guessed an input",
+    "selective_scan_fwd": "the launch is read from the host (dynamic shared memory "
+                          "included) and the oracle runs, but the port stops at "
+                          "std::conditional_t and c10::complex in Metal, and out_ptr, "
+                          "written only by CUB's Store inside store_output, is guessed an "
+                          "input",
 }
 
 
