@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from tree_sitter import Node
 
+from agent.translate.flow import root_name
+
 # declarators a pointer or reference hides in: `T (*)[1]`, `T (&r)[2]`
 _THROUGH = ("array_declarator", "abstract_array_declarator", "parenthesized_declarator",
             "abstract_parenthesized_declarator", "init_declarator")
@@ -34,7 +36,7 @@ def in_thread_memory(operand: Node | None, data: bytes) -> bool:
     variable its function declares as a value or an array, not a pointer, reference or
     ``__shared__``/``static`` one: its memory is the thread's (``vals``, ``&vals[4]``,
     ``zeros + 1``)."""
-    name = _root(operand, data)
+    name = root_name(operand, data)
     if name is None:
         return False
     node = operand
@@ -81,17 +83,3 @@ def _leaves(node: Node) -> list[Node]:
                          or c.type.endswith("declarator"))
     return out
 
-
-def _root(node: Node | None, data: bytes) -> str | None:
-    """The variable ``vals``, ``&vals[4]``, ``(vals)``, ``vals + 1`` are rooted at."""
-    while node is not None and node.type in ("pointer_expression", "subscript_expression",
-                                             "parenthesized_expression", "binary_expression"):
-        if node.type == "subscript_expression":
-            node = node.child_by_field_name("argument")
-        elif node.type == "binary_expression":
-            node = node.child_by_field_name("left")
-        else:
-            node = node.named_children[-1] if node.named_children else None
-    if node is None or node.type != "identifier":
-        return None
-    return data[node.start_byte:node.end_byte].decode()
