@@ -199,13 +199,13 @@ def guess_case(src_path: Path, kernel: str, folder: Path, *, sizes: dict[str, in
             # a block per row, a warp per row (llama.cpp's fwht, vLLM's rms_norm): one thread
             # per element is not the kernel's launch, and what it measures would be wrong
             raise KportError(_no_guess(
-                src_path, kernel, view, sizes, why="the kernel computes no flat thread "
-                "index (blockIdx.x * blockDim.x + threadIdx.x), so one thread per element is "
-                "no launch kport may guess for it"))
+                src_path, kernel, view, sizes, constants, why="the kernel computes no flat "
+                "thread index (blockIdx.x * blockDim.x + threadIdx.x), so one thread per "
+                "element is no launch kport may guess for it"))
         if math.prod(sizes.values()) > MAX_GUESSED_THREADS:
             raise KportError(_no_guess(
-                src_path, kernel, view, sizes, why="one thread per element of the product "
-                f"of the sizes would be {math.prod(sizes.values()):,} threads"))
+                src_path, kernel, view, sizes, constants, why="one thread per element of the "
+                f"product of the sizes would be {math.prod(sizes.values()):,} threads"))
     if shared_mem is None and "KP_SMEM_BYTES" in tr.template:
         guessed.append("dynamic shared memory 0 bytes: the kernel declares extern __shared__, "
                        "so pass --shared-mem BYTES with what the host launch gives")
@@ -270,11 +270,12 @@ _FLAT_INDEX = re.compile(r"\bblockIdx\.x\b[^;{}]{0,40}\bblockDim\.x\b|"
 MAX_GUESSED_THREADS = 1 << 24
 
 
-def _no_guess(src_path: Path, kernel: str, view, sizes: dict, why: str) -> str:
+def _no_guess(src_path: Path, kernel: str, view, sizes: dict, constants, why: str) -> str:
     """Why kport guesses no launch (one thread per element) for ``kernel``: ``why``, then the
     problems of the host launch it could not read, and what to pass."""
     _, given = template_parts(kernel)
-    launches = [x for x in find_launches(view.text, kernel, given, sizes) if matches(x, given)]
+    launches = [x for x in find_launches(view.text, kernel, given, sizes, constants)
+                if matches(x, given)]
     launch = (f"the host launch in {launches[0].host} at {view.where(launches[0].line)} could "
               f"not be read: {'; '.join(launches[0].problems) or 'it uses names no --size gives'}"
               if launches else "the file has no host launch of it kport can find")

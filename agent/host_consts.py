@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 import runners
 from agent.translate.macros import split_template_args
 from runners.errors import KportError
+from runners.sizeexpr import ONE_ARG_FUNCTIONS, SizeExprError, evaluate
 
 _TEMPLATE_ID = re.compile(r"^\s*((?:[A-Za-z_]\w*\s*::\s*)*[A-Za-z_]\w*)\s*<(.*)>\s*$", re.S)
 _IDENT = re.compile(r"^[A-Za-z_]\w*$")
@@ -78,39 +79,90 @@ def _equal(a: str, b: str, fold) -> bool:
     return x is not None and x == y
 
 
-def constant_compiler(code: str, filename: str) -> Callable[[str], int]:
-    """A function from a C++ integral constant expression over the types and constants of
-    ``code`` (a kernel's device code, as cuda_closure writes it) to its value: compiled as a
-    ``constexpr`` in a one-thread kernel appended to ``code`` and run once in cuda_sim
-    (memoized). It raises ValueError with the compiler's first diagnostic when the expression
-    does not compile or is no constant."""
-    known: dict[str, int | str] = {}
-
-    def value(expr: str) -> int:
-        if expr not in known:
-            known[expr] = _compiled(code, filename, expr)
-        if isinstance(known[expr], str):
-            raise ValueError(known[expr])
-        return known[expr]
-    return value
+def constant_compiler(code: str, filename: str) -> HostCompiler:
+    """A HostCompiler over ``code`` (a kernel's device code, as cuda_closure writes it)."""
+    return HostCompiler(code, filename)
 
 
-def _compiled(code: str, filename: str, expr: str) -> int | str:
-    probe = (f"{code}\n__global__ void kp_host_constant(long long *kp_out) {{\n"
-             f"    constexpr long long kp_value = (long long)({expr});\n"
-             "    kp_out[0] = kp_value;\n}\n")
-    out = np.zeros(1, np.int64)
-    try:
-        run = runners.get("cuda_sim").kernel(probe, "kp_host_constant", filename=filename) \
-            .launch((1, 1, 1), (1, 1, 1), [out])
-    except (KportError, ValueError) as err:
-        return str(err).splitlines()[0] if str(err) else type(err).__name__
-    if not run.compiled:
-        errors = [d for d in run.diagnostics if d.severity == "error"] or run.diagnostics
-        return str(errors[0]).splitlines()[0] if errors else "it did not compile"
-    if run.findings:
-        return f"its probe kernel faulted in cuda_sim: {run.findings[0]}"
-    return int(out[0])
+# The arguments a host helper is compared with a size function at: every small size, and each
+# power of two up to 2**30 with its neighbours, where rounding helpers change value (not past
+# 2**30: an int helper that doubles would overflow, and may never return)
+HELPER_PROBES = sorted({*range(1, 1025), *((1 << k) + d for k in range(10, 31)
+                                            for d in (-1, 0, 1))} - {(1 << 30) + 1})
+
+
+class HostCompiler:
+    """What the host code computes that only a compiler says, compiled with the kernel's device
+    code in cuda_sim and run once (memoized): called with a C++ integral constant expression over
+    the types and constants of the code, its value (``Ktraits::kSmemSize``), ValueError with
+    the compiler's first diagnostic when it does not compile or is no constant;
+    ``size_function`` reads a host helper of one integer as a size function."""
+
+    def __init__(self, code: str, filename: str) -> None:
+        self.code, self.filename = code, filename
+        self._known: dict[str, int | str] = {}
+
+    def __call__(self, expr: str) -> int:
+        if expr not in self._known:
+            probe = (f"{self.code}\n__global__ void kp_host_constant(long long *kp_out) {{\n"
+                     f"    constexpr long long kp_value = (long long)({expr});\n"
+                     "    kp_out[0] = kp_value;\n}\n")
+            out = np.zeros(1, np.int64)
+            why = self._run(probe, "kp_host_constant", [out])
+            self._known[expr] = why or int(out[0])
+        if isinstance(self._known[expr], str):
+            raise ValueError(self._known[expr])
+        return self._known[expr]
+
+    def size_function(self, name: str, definition: str) -> str:
+        """The size function of runners/sizeexpr.py (``next_pow2``) that host helper ``name``
+        (``definition``: its C++ text; a helper of one integer parameter, such as llama.cpp's
+        ``next_power_of_2``) computes: it runs in cuda_sim at every HELPER_PROBES argument and
+        must equal that function at each. ValueError says why none does."""
+        key = f"#{name}"
+        if key not in self._known:
+            self._known[key] = self._identify(name, definition)
+        if self._known[key].startswith("!"):
+            raise ValueError(self._known[key][1:])
+        return self._known[key]
+
+    def _identify(self, name: str, definition: str) -> str:
+        # a __host__ __device__ helper is in the device code already
+        defined = re.search(rf"\b{re.escape(name)}\s*\([^;{{}}]*\)\s*\{{", self.code)
+        probe = (f"{self.code}\n{'' if defined else definition}\n"
+                 "__global__ void kp_host_function(const long long *kp_in, long long *kp_out, "
+                 "int kp_n) {\n    for (int kp_i = 0; kp_i < kp_n; ++kp_i)\n"
+                 f"        kp_out[kp_i] = (long long)({name}(kp_in[kp_i]));\n}}\n")
+        args = np.array(HELPER_PROBES, np.int64)
+        out = np.zeros_like(args)
+        why = self._run(probe, "kp_host_function", [args, out, np.int32(args.size)])
+        if why:
+            return f"!it does not run with the kernel's device code in cuda_sim: {why}"
+        for fn in sorted(ONE_ARG_FUNCTIONS):
+            try:
+                if all(evaluate(f"{fn}({a})", {}) == v for a, v in zip(HELPER_PROBES,
+                                                                        out.tolist(),
+                                                                        strict=True)):
+                    return fn
+            except SizeExprError:
+                continue
+        seen = ", ".join(f"{name}({a}) = {int(out[HELPER_PROBES.index(a)])}"
+                         for a in (1, 3, 1000))
+        return f"!it equals no size function ({', '.join(sorted(ONE_ARG_FUNCTIONS))}): {seen}"
+
+    def _run(self, probe: str, kernel: str, args: list) -> str:
+        """"" when ``kernel`` of ``probe`` ran cleanly on ``args`` in cuda_sim, else why not."""
+        try:
+            run = runners.get("cuda_sim").kernel(probe, kernel, filename=self.filename) \
+                .launch((1, 1, 1), (1, 1, 1), args)
+        except (KportError, ValueError) as err:
+            return str(err).splitlines()[0] if str(err) else type(err).__name__
+        if not run.compiled:
+            errors = [d for d in run.diagnostics if d.severity == "error"] or run.diagnostics
+            return str(errors[0]).splitlines()[0] if errors else "it did not compile"
+        if run.findings:
+            return f"its probe kernel faulted in cuda_sim: {run.findings[0]}"
+        return ""
 
 
 @dataclass
@@ -125,7 +177,9 @@ class HostTerms:
     structs: set[str]
     fields: set[str]
     known_bytes: set[str]  # types whose sizeof the size reader knows (scalars, bound types)
-    constants: Callable[[str], int] | None
+    constants: HostCompiler | None
+    # the source's functions of one integer (name -> C++ text): a size function if they are one
+    helpers: dict[str, str] = field(default_factory=dict)
 
 
 # `params.batch` / `p->dim` (not a method call): a member of a host parameter
@@ -164,7 +218,26 @@ def host_terms(text: str, terms: HostTerms, problems: list[str]) -> str | None:
         failed.append(got is None)
         return str(got)
     text = _MEMBER.sub(value, text)
-    return None if any(failed) else text
+    return None if any(failed) else _helper_calls(text, terms, problems)
+
+
+def _helper_calls(text: str, terms: HostTerms, problems: list[str]) -> str | None:
+    """``text`` with each call of a host helper written as the size function it computes
+    (llama.cpp's ``next_power_of_2(ncols)``: ``next_pow2(ncols)``); None when one is none."""
+    for name, definition in terms.helpers.items():
+        call = re.compile(rf"(?<![\w.:])(?<!->){re.escape(name)}(?=\s*\()")
+        if not call.search(text):
+            continue
+        if terms.constants is None:
+            problems.append(f"{name}() is a host function, read by running it, and no compiler "
+                            "was given")
+            return None
+        try:
+            text = call.sub(terms.constants.size_function(name, definition), text)
+        except ValueError as err:
+            problems.append(f"{name}() is a host function that is no size function: {err}")
+            return None
+    return text
 
 
 def _constant(piece: str, terms: HostTerms, problems: list[str]) -> int | None:

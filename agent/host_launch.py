@@ -20,19 +20,26 @@ Each launch keeps its explicit template arguments, so that ``norm_f32<1024>`` ta
 launch of ``norm_f32<1024>``, not of ``norm_f32<WARP_SIZE>`` (``instantiations``). A launch
 through a local pointer to the kernel (``auto k = &kernel<Ktraits>; k<<<...>>>``) is read
 too; the host's template parameters bound from the user's instantiation, its traits
-constants compiled and a struct parameter's fields named by sizes: agent/host_consts.py.
+constants compiled and a struct parameter's fields named by sizes: agent/host_consts.py. A
+call of the file's own function of one integer (``next_power_of_2(ncols)``) is the size
+function it computes, found by running it (agent/host_consts.HostCompiler.size_function).
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from agent.host_consts import FIELD_ACCESS, HostTerms, bind_template, host_terms
+from agent.host_consts import (
+    FIELD_ACCESS,
+    HostCompiler,
+    HostTerms,
+    bind_template,
+    host_terms,
+)
 from agent.translate.analyze import (
     PARAMETER_NODES,
     TYPE_DTYPES,
@@ -108,7 +115,7 @@ class HostLaunch:
 
 
 def find_launches(src: str, kernel: str, given=(), sizes=(),
-                  constants: Callable[[str], int] | None = None) -> list[HostLaunch]:
+                  constants: HostCompiler | None = None) -> list[HostLaunch]:
     """Every launch of ``kernel`` (its name without template arguments) in the host functions
     of ``src``, in file order: ``<<<...>>>`` launches (of the kernel or of a local pointer to
     it) and calls of launch helpers. ``given``: the kernel's template arguments, which bind
@@ -116,9 +123,10 @@ def find_launches(src: str, kernel: str, given=(), sizes=(),
     ``sizeof(T)`` in an argument is then its bytes). ``sizes``: the size names the user gave;
     one that names a host local, or a field of a host parameter (``params.batch``), stands for
     it (llama.cpp's hosts take tensors and compute ``total = T_out * OC`` from them: ``--size
-    total=486`` says it). ``constants``: the value of a C++ constant expression only the
-    compiler knows (``Ktraits::kSmemSize``: agent/host_consts.constant_compiler), ValueError
-    when it has none; without it such a launch part is unread."""
+    total=486`` says it). ``constants``: the values of C++ constant expressions only the
+    compiler knows (``Ktraits::kSmemSize``) and the size functions the file's helpers of one
+    integer compute (``next_power_of_2``: agent/host_consts.HostCompiler); without it such a
+    launch part is unread."""
     data = blank_qualifier_macros(expand_unbalanced_macros(src, launches=True)).encode()
     root = parse(data, "cuda")
     macros = _C_LIMITS | {m[1]: m[2].split("//")[0].strip() for m in _OBJECT_MACRO.finditer(src)}
@@ -407,7 +415,8 @@ def _read_launch(fn, call, kernel_text: str, config, passed: list, data: bytes,
     fixed = bound | {n: v for n, v in local.items() if isinstance(v, str) and n not in bound
                      and _IDENT.fullmatch(v.strip()) is None and _folds(v, local, macros)}
     terms = HostTerms({a: _unaliased(t, aliases, fixed) for a, t in aliases.items()}, fixed,
-                      structs, fields, set(_BYTES) | set(types), constants)
+                      structs, fields, set(_BYTES) | set(types), constants,
+                      _integer_helpers(fn, data))
     out.grid = _dims(texts[0], local, macros, params, out.problems, types, terms)
     out.block = _dims(texts[1], local, macros, params, out.problems, types, terms) \
         if len(texts) > 1 else None
@@ -421,6 +430,36 @@ def _read_launch(fn, call, kernel_text: str, config, passed: list, data: bytes,
         parts = _vector_value(_text(a, data), local, macros, params, types, terms)
         if parts is not None:
             out.vectors[i] = parts
+    return out
+
+
+_INTEGER = re.compile(r"^(?:(?:static|inline|constexpr|const|unsigned|signed|long|short|int|size_t|"
+                      r"u?int(?:8|16|32|64)_t|__host__|__device__|__forceinline__)\s*)+$")
+
+
+def _integer_helpers(fn, data: bytes) -> dict[str, str]:
+    """The functions of ``fn``'s file that take one integer and return one, no template (a
+    launch's ``next_power_of_2(ncols)``), by name: their text."""
+    root = fn
+    while root.parent is not None:
+        root = root.parent
+    out = {}
+    for helper in (n for n in _walk(root) if n.type == "function_definition" and n is not fn):
+        if helper.parent is not None and helper.parent.type == "template_declaration":
+            continue
+        name, params, _ = _host_params(helper, data)
+        declarator = helper.child_by_field_name("declarator")
+        head = data[helper.start_byte:declarator.start_byte].decode(errors="replace") \
+            if declarator is not None else ""
+        plist = declarator.child_by_field_name("parameters") if declarator is not None \
+            and declarator.type == "function_declarator" else None
+        typed = [data[p.start_byte:p.child_by_field_name("declarator").start_byte].decode()
+                 for p in (plist.named_children if plist else [])
+                 if p.type == "parameter_declaration" and p.child_by_field_name("declarator")
+                 is not None and p.child_by_field_name("declarator").type == "identifier"]
+        if len(params) == 1 and len(typed) == 1 and _INTEGER.match(head.strip() or "?") and \
+                _INTEGER.match(typed[0].strip()) and _IDENT.fullmatch(name):
+            out[name] = _text(helper, data)
     return out
 
 

@@ -191,13 +191,15 @@ def _bind(kwargs: dict) -> tuple[dict, dict]:
 
 
 def _learn(name: str, fields: list, values, sizes: dict) -> None:
-    """The sizes a struct's fields named like them give (ValueError on a disagreement)."""
+    """The sizes a struct's fields named like them give (ValueError on a disagreement). A
+    stride field (``x_c_stride``) gives none: a caller's layout may differ from the contiguous
+    one the port was checked with (a view; mamba's B with its groups outside dstate)."""
     for f in fields:
         if f.get("fields"):
             _learn(name, f["fields"], values.get(f["name"], {}) if isinstance(values, dict)
                    else {}, sizes)
         elif isinstance(values, dict) and f["name"] in values and \
-                f.get("value") in SPEC["sizes"]:
+                f.get("value") in SPEC["sizes"] and not f["name"].endswith("_stride"):
             v = int(values[f["name"]])
             if sizes.setdefault(f["value"], v) != v:
                 raise ValueError(f"{name}.{f['name']}={v} but {f['value']}="

@@ -25,11 +25,13 @@ from agent.translate import translate_kernel
 from agent.translate_cli import translation_json
 from corpus.candidate import Launch
 from corpus.cases import discover, load_case
+from kb.answers import answers, render
 from kb.arch import chips as all_chips
 from kb.arch import families as all_families
 from kb.concepts import load_rules
+from kb.ready import ready_store
 from kb.rules_match import kernel_tokens, match_rules
-from kb.search import search_home
+from kb.search import query_view, search
 from runners import limits
 from runners.dtypes import DTYPES
 from runners.errors import KportError
@@ -52,9 +54,18 @@ def _structured(fn):
 
 
 def kb_search(query: str, kinds: list[str] | None = None, k: int = 5) -> dict:
-    """Search the knowledge base (rules, arch, analogues, docs, fixes); hits with their pair."""
-    hits = search_home(load_settings(), query, kinds=kinds, k=k)
-    return {"hits": [h.as_json() for h in hits]}
+    """Search the knowledge base (rules, arch, analogues, docs, fixes; built on first use).
+    Each hit: rank, calibrated confidence (0-1), title and an ``answer`` (a rule's text, CUDA
+    and Metal spellings, a short example pair and its source; a fix; an analogue and its pair),
+    plus the raw chunk. When ``query`` is CUDA code, ``lines`` says which of its lines each hit
+    concerns and an analogue's ``corresponds`` the lines of its own that do that work."""
+    settings = load_settings()
+    store, built = ready_store(settings)
+    hits = search(store, query, kinds=kinds, k=k, cache_root=settings.home / "cache")
+    rows = answers(hits, query, lines=query_view(query).is_code)
+    return {"hits": rows, "text": render(rows, "the query" if rows and rows[0]["lines"]
+                                         is not None else None),
+            **({"note": built} if built else {})}
 
 
 def kb_rules_for(source: str, kernel: str | None = None) -> dict:

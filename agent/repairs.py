@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from agent.restage import share_storage
 from agent.retile import retile
 from corpus.candidate import Candidate
 from kb.fixes import match_fixes
@@ -79,6 +80,13 @@ def init_outputs(candidate: Candidate, case) -> Candidate | None:
     return candidate.model_copy(update={"init_value": starts.pop()})
 
 
+def fit_threadgroup_memory(candidate: Candidate, case) -> Candidate | None:
+    """Threadgroup memory over 32 KB: a tile staged in another's storage after its last reader
+    (agent/restage.py: the work and its decomposition stay the same), else a tiling template
+    parameter halved (agent/retile.py); None when neither makes the port fit."""
+    return share_storage(candidate, case) or retile(candidate, case)
+
+
 # fix rule or lint id -> repair. "check.unwritten_output" is the comparison's own message.
 REPAIRS: dict[str, Callable[[Candidate, object], Candidate | None]] = {
     "compiler.memory_order": relax_memory_order,
@@ -88,9 +96,9 @@ REPAIRS: dict[str, Callable[[Candidate, object], Candidate | None]] = {
     "types.barrier_flags": barrier_flags,
     "mlx.atomic_needs_atomic_outputs": atomic_outputs,
     "check.unwritten_output": init_outputs,
-    # threadgroup memory over 32 KB: a tiling template parameter halved (agent/retile.py)
-    "tgmem.over_limit": retile,
-    "run.threadgroup_memory_limit": retile,
+    # threadgroup memory over 32 KB: a tile staged in another's storage, or re-tiled
+    "tgmem.over_limit": fit_threadgroup_memory,
+    "run.threadgroup_memory_limit": fit_threadgroup_memory,
 }
 
 
@@ -106,6 +114,14 @@ def diagnosis_ids(messages: list[str], lints: list[dict]) -> list[str]:
     return ids
 
 
+def repair_id(origin: str) -> str | None:
+    """The repair id an attempt's origin names (``repair:<id>`` or ``repair:<id> (detail)``);
+    None for any other origin."""
+    if not origin.startswith("repair:"):
+        return None
+    return origin.removeprefix("repair:").split(" (", 1)[0]
+
+
 def mechanical_repair(candidate: Candidate, case, ids: list[str],
                       tried: set[str]) -> tuple[Candidate, str] | None:
     """The first repair in ``ids`` order that changes ``candidate`` and was not tried yet:
@@ -115,7 +131,7 @@ def mechanical_repair(candidate: Candidate, case, ids: list[str],
         if fn is None or rid in tried:
             continue
         fixed = fn(candidate, case)
-        if fixed is not None:  # a repair may say what it did ("detail:..."; retile's parameter)
+        if fixed is not None:  # a repair may say what it did ("detail:...": the tile, parameter)
             detail = fixed.origin.removeprefix("detail:") if fixed.origin.startswith(
                 "detail:") else ""
             origin = f"repair:{rid}" + (f" ({detail})" if detail else "")

@@ -1,7 +1,9 @@
-"""report.json and report.md of a port: the verdict, constructs and rules used, TODOs,
-analogues, validation per size set and seed, sanitizer results, performance (lints and
-simulator metrics, or Mac timings), attempts, the optimisation tree, LLM usage (model and
-tokens, never keys) and what was guessed. Everything written passes through agent.llm.redact.
+"""report.json and report.md of a port: the verdict, constructs and rules used, TODOs, the
+rules that apply at each line of the kernel, the closest expert analogues with the lines of
+theirs that do the same work, fix rules (matched and retrieved), validation per size set and
+seed, sanitizer results, performance (lints and simulator metrics, or Mac timings), attempts,
+the optimisation tree, LLM usage (model and tokens, never keys) and what was guessed.
+Everything written passes through agent.llm.redact.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from agent.llm import public_url, redact
 from corpus.candidate import Candidate
 from corpus.check import compiled_by
 from runners.sandbox import isolation
+
+EXCERPT_LINES = 12
+MAX_CORRESPONDENCES = 6
 
 
 def shipped(state: dict) -> Candidate | None:
@@ -49,10 +54,10 @@ def build_report(state: dict, *, source: str, case, mode: str, llm_name: str | N
                        "unmapped": tr.get("unmapped", {}), "todos": tr.get("todos", []),
                        "translator_notes": tr.get("notes", [])},
         "rules_used": tr.get("rules_used", []),
-        "rules_matched": [{"rule_id": r["rule_id"], "title": r["title"]}
-                          for r in state.get("rules", [])],
-        "analogues": [{"title": a["title"], "case": a.get("case"), "score": a["score"]}
-                      for a in state.get("analogues", [])],
+        "rules_matched": [{"rule_id": r["rule_id"], "title": r["title"],
+                           "where": r.get("where", [])} for r in state.get("rules", [])],
+        "rules_by_line": state.get("rule_lines", []),
+        "analogues": [_analogue(a) for a in state.get("analogues", [])],
         "kb": state.get("kb_note", ""),
         "validation": {"oracle": ("CUDA kernel in cuda_sim" if case.check.reference == "cuda"
                                   else f"Python reference {case.check.reference}"),
@@ -75,6 +80,61 @@ def build_report(state: dict, *, source: str, case, mode: str, llm_name: str | N
         "chip": chip, "guessed": guessed, "notes": list(extra_notes),
         "package": package, "isolation": _isolation(), "compiler": _compiler(),
     }
+
+
+def _analogue(a: dict) -> dict:
+    """An analogue as the report gives it: where both sides come from, the lines of each that
+    do the work of the kernel's lines, and the opening of its Metal port."""
+    return {"title": a["title"], "case": a.get("case"), "score": a["score"],
+            "metal_title": a.get("metal_title"), "cuda_source": a.get("cuda_source"),
+            "metal_source": a.get("metal_source"), "corresponds": a.get("corresponds", []),
+            "metal_excerpt": a.get("metal", "").strip().splitlines()[:EXCERPT_LINES]}
+
+
+def _kb_markdown(rep: dict) -> list[str]:
+    """The knowledge-base part of report.md: the note, the rules at each line of the kernel,
+    the analogues with their corresponding lines, the fix rules."""
+    out = ["", "## Knowledge base", "", rep["kb"]]
+    if rep.get("rules_by_line"):
+        out += ["", "### Rules at each line of the kernel", "", "| line | code | rule -> Metal |",
+                "|---|---|---|"]
+        out += [f"| {r['at']} | `{_cell(r['code'], 70)}` | "
+                + "<br>".join(f"{x['rule_id']} -> `{_cell(x['metal'], 60)}`" for x in r["rules"])
+                + " |" for r in rep["rules_by_line"]]
+    for i, a in enumerate(rep["analogues"], 1):
+        out += ["", f"### Analogue {i}: {a['title']}", "",
+                f"CUDA `{a.get('cuda_source') or '-'}`, ported to Metal as "
+                f"`{a.get('metal_source') or '-'}` (fused rank score {a['score']:.4f})."]
+        rows = a.get("corresponds", [])
+        if rows:
+            out += ["", "How it does what your kernel does:", "",
+                    "| your lines | construct | analogue CUDA | analogue Metal |",
+                    "|---|---|---|---|"]
+            for c in rows[:MAX_CORRESPONDENCES]:
+                yours = ", ".join(c.get("yours") or map(str, c["lines"]))
+                sides = ["<br>".join(f"{x['at']}: `{_cell(x['code'], 60)}`" for x in
+                                     c.get(side, [])[:4]) or "-" for side in ("cuda", "metal")]
+                rules = ", ".join(c.get("rule_ids") or [c["rule_id"]])
+                out.append(f"| {_cell(yours, 40)} | {rules} | {sides[0]} | {sides[1]} |")
+        else:
+            out += ["", "Its Metal port opens with:", "", "```metal", *a["metal_excerpt"], "```"]
+    if rep.get("fix_rules"):
+        out += ["", "### Fix rules for the failure", ""]
+        out += [f"- {f['id']} ({_via(f)}): {f['title']} — {_cell(f['fix'], 300)}"
+                for f in rep["fix_rules"]]
+    return out
+
+
+def _via(f: dict) -> str:
+    if f.get("via") == "retrieval":
+        return f"retrieved, score {f.get('score') or 0:.2f}"
+    return "pattern match"
+
+
+def _cell(text: str, width: int) -> str:
+    """``text`` on one line for a Markdown table cell, cut to ``width``."""
+    flat = " ".join(str(text).split()).replace("|", "\\|").replace("`", "'")
+    return flat if len(flat) <= width else flat[: width - 3] + "..."
 
 
 def _compiler() -> str:
@@ -125,8 +185,7 @@ def report_markdown(rep: dict) -> str:
             f"- mapped: {c['mapped']}", f"- rules used: {', '.join(rep['rules_used'])}"]
     out += [f"- TODO {t.get('file') or 'line'}:{t['line']}: {t['construct']} ({t['rule']}) "
             f"-> {t['metal']}" for t in c["todos"]]
-    out += ["", "## Knowledge base", "", rep["kb"]]
-    out += [f"- analogue: {a['title']}" for a in rep["analogues"]]
+    out += _kb_markdown(rep)
     out += ["", "## Attempts", ""]
     out += [f"{a['iteration']}. {a['origin']} ({a['phase']}): {a['summary']}"
             + (f" — {a['feedback'][0][:160]}" if a["feedback"] else "")

@@ -11,14 +11,17 @@ threads run), and reads as a tiling factor by name (ITEMS, TILE, CHUNK, BLOCK_M/
 ROWS/COLS per thread ...) rather than a problem size such as a head or state dimension. The
 oracle then judges the re-tiled port against the original CUDA kernel like any other candidate:
 a parameter that was not a free tiling choice shows as a wrong result, never as an accepted
-port. Kernels whose tiles are fixed constants, or whose fitting needs K/V tiles split or
-buffers aliased (FlashAttention at head dim 128), are not restructured here.
+port. Kernels whose tiles are fixed constants are not re-tiled; where one tile's storage is free
+before another is read (FlashAttention at head dim 128: V read after K's last reader), the
+other repair stages that tile in it (agent/restage.py; agent.repairs tries it first, as it keeps
+the work's decomposition). ``tiles`` gives both repairs the arrays' shapes.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 from corpus.candidate import Candidate
 from runners.sizeexpr import SizeExprError, evaluate
@@ -28,7 +31,7 @@ _BYTES = {"char": 1, "uchar": 1, "bool": 1, "short": 2, "ushort": 2, "half": 2, 
           "int": 4, "uint": 4, "float": 4, "long": 8, "ulong": 8}
 # `threadgroup float s_u[CHUNK], s_dt[CHUNK];`: the element type, its lanes, the declarators
 _DECL = re.compile(r"\bthreadgroup\s+(?:const\s+)?([A-Za-z_]\w*?)([234])?\s+([^;{}()]+);")
-_ARRAY = re.compile(r"^\s*[A-Za-z_]\w*((?:\s*\[[^\]]+\])+)\s*$")
+_ARRAY = re.compile(r"^\s*([A-Za-z_]\w*)((?:\s*\[[^\]]+\])+)\s*$")
 _CONSTEXPR = re.compile(r"\bconstexpr\s+(?:const\s+)?(?:unsigned\s+)?(?:int|uint|short|long|"
                         r"size_t)\s+([^;]+);")
 _TILING = re.compile(r"ITEM|TILE|CHUNK|PER_THREAD|PER_WARP|^B[MNKQ]$|^BLOCK_[MNKQ]$|^k?Block[MNK]$|"
@@ -38,6 +41,23 @@ _TILING = re.compile(r"ITEM|TILE|CHUNK|PER_THREAD|PER_WARP|^B[MNKQ]$|^BLOCK_[MNK
 def footprint(text: str, template: dict) -> int | None:
     """Bytes of the threadgroup arrays ``text`` declares at ``template``'s values; None when a
     dimension or an element type cannot be read (then no re-tiling is tried)."""
+    arrays = tiles(text, template)
+    if arrays is None:
+        return None
+    return sum(_BYTES[t.type] * t.lanes * math.prod(t.dims) for _, t in arrays)
+
+
+@dataclass(frozen=True)
+class Tile:
+    type: str  # the element's scalar type: float for float4
+    lanes: int  # 1, or a vector's lanes (3 counts as 4: its size)
+    dims: tuple[int, ...]
+
+
+def tiles(text: str, template: dict) -> list[tuple[str, Tile]] | None:
+    """(name, Tile) of each threadgroup array ``text`` declares, its dimensions evaluated at
+    ``template``'s values and the ``constexpr`` integers the text defines; None when a dimension
+    or an element type cannot be read."""
     values = {k: v for k, v in template.items() if isinstance(v, int) and not isinstance(v, bool)}
     for m in _CONSTEXPR.finditer(text):  # `constexpr int CHUNK = 32 * NITEMS, SPG = N / NSG;`
         for part in _split(m[1]):
@@ -46,10 +66,9 @@ def footprint(text: str, template: dict) -> int | None:
                 values[name.strip()] = int(evaluate(_c(expr), values))
             except SizeExprError:
                 continue
-    total = 0
+    out = []
     for m in _DECL.finditer(text):
-        size = _BYTES.get(m[1])
-        if size is None:
+        if m[1] not in _BYTES:
             return None
         lanes = int(m[2] or 1) if m[2] != "3" else 4
         for declarator in _split(m[3]):
@@ -57,12 +76,12 @@ def footprint(text: str, template: dict) -> int | None:
             if array is None:
                 return None  # a reference, an initialiser: not a tile kport can size
             try:
-                dims = [int(evaluate(_c(d), values))
-                        for d in re.findall(r"\[([^\]]+)\]", array[1])]
+                dims = tuple(int(evaluate(_c(d), values))
+                             for d in re.findall(r"\[([^\]]+)\]", array[2]))
             except SizeExprError:
                 return None
-            total += size * lanes * math.prod(dims)
-    return total
+            out.append((array[1], Tile(m[1], lanes, dims)))
+    return out
 
 
 def retile(candidate: Candidate, case) -> Candidate | None:

@@ -62,6 +62,7 @@ class PortState(TypedDict, total=False):
     translation: dict  # agent.translate_cli.translation_json
     # retrieve
     rules: list[dict]
+    rule_lines: list[dict]  # the kernel's lines with the rules that apply at each
     analogues: list[dict]
     arch: list[dict]
     lints: list[dict]

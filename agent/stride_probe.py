@@ -15,9 +15,13 @@ that size (one no size equals, as a constant: a kernel's fixed width), so the st
 sizes (``x_c_stride = seqlen``, ``x_batch_stride = dim * seqlen``). A kernel that reads its
 rows whole without the innermost stride (causal-conv1d's forward kernel loads ``x`` in chunks,
 never reading ``x_l_stride``) reads a row's elements in every run: one more run with all the
-group's strides 0 measures that row, which is then the innermost dimension's extent, and an
-outer run counts only what it adds beyond it (else ``x_batch_stride`` became ``(dim - 1 +
-seqlen) * seqlen``). A dimension the kernel never indexes leaves the group as it was.
+group's strides 0 measures that row, which is then the innermost dimension's extent, and a
+stride's run counts only what it adds beyond it (else ``x_batch_stride`` became ``(dim - 1 +
+seqlen) * seqlen``). The row is innermost even when no stride field names it: mamba's ``u``
+has ``u_batch_stride`` and ``u_d_stride`` and contiguous rows (``u_d_stride = seqlen``, not 1).
+A stride whose run adds nothing indexes nothing in this instantiation and keeps its value
+(the row's own, declared last, takes 1). A dimension the kernel never indexes at all leaves the
+group as it was.
 
 An in-place array whose rows leave gaps is still a limit: elements no thread writes keep their
 values in CUDA, but an MLX output is fresh, so contiguous strides matter for the port too.
@@ -69,24 +73,35 @@ def measure_strides(code: str, kernel: str, filename: str, args: list[dict], siz
                 extents.append(got.get(array, 0) if got else 0)
             if min(extents) < 1:
                 continue  # a dimension it does not index (or a run that failed)
-            extents = _counts(extents[0], extents[1:])
-            stride, values = 1, {}
-            for member, extent in reversed(list(zip(members, extents, strict=True))):
-                values[member] = stride
-                stride *= extent
-            out.setdefault(s["name"], {}).update(
-                {m: _as_sizes(v, extents[members.index(m) + 1:], sizes)
-                 for m, v in values.items()})
+            out.setdefault(s["name"], {}).update(_layout(members, extents[0], extents[1:],
+                                                         sizes))
     return out
 
 
-def _counts(base: int, extents: list[int]) -> list[int]:
-    """How far the kernel indexes each dimension, innermost last, from the access extents
-    with each stride 1 alone and ``base``, the extent with all of them 0. What the kernel reads
-    without any stride (a row read whole, ``x + chunk * 512``) belongs to the innermost
-    dimension: its extent stands; an outer one's run adds its index to those same elements,
-    so its count is what it adds beyond ``base``."""
-    return [max(e - base + 1, 1) for e in extents[:-1]] + extents[-1:]
+def _layout(members: list[str], base: int, extents: list[int], sizes: dict
+            ) -> dict[str, int | str]:
+    """Contiguous values for the stride fields ``members`` (outermost first) from the access
+    extents with each stride 1 alone (``extents``) and with all of them 0 (``base``). What the
+    kernel reads without any stride (a row read whole, ``x + chunk * 512``) is the innermost
+    dimension, of ``base`` elements; a stride whose run adds nothing beyond it indexes nothing
+    in this instantiation (causal-conv1d's ``x_l_stride``, the row's own stride when declared
+    last, takes 1; another keeps its value: mamba's ``B_group_stride`` times group 0), and
+    each one that does counts what it adds. Without such a row (``base`` 1) the last stride
+    that indexes is the innermost, its extent its count."""
+    counts = {m: e - base + 1 for m, e in zip(members, extents, strict=True) if e > base}
+    inner = [base] if base > 1 or not counts else []
+    values: dict[str, int | str] = {}
+    if base > 1 and members[-1] not in counts:
+        values[members[-1]] = 1  # the row's own stride (one the kernel does not read)
+    stride = base if base > 1 else 1
+    if base <= 1 and counts:  # the last stride that indexes is the innermost: its own extent
+        last = [m for m in members if m in counts][-1]
+        counts[last] = extents[members.index(last)]
+    for member in reversed([m for m in members if m in counts]):
+        values[member] = _as_sizes(stride, inner, sizes)
+        stride *= counts[member]
+        inner = [counts[member], *inner]
+    return values
 
 
 def _with_values(args: list[dict], struct: str, values: dict[str, int]) -> list[ArgProbe]:

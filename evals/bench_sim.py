@@ -1,14 +1,19 @@
 """Simulator speed against PoCL (OpenCL on the CPU), measured in one run.
 
-    python -m evals.bench_sim [--reps 3] [--checks fast|full] [--only speed|isolation]
+    python -m evals.bench_sim [--reps 3] [--checks both|fast|full] [--quick]
+                              [--only speed|isolation|KERNEL]
 
-Three kernels, each written for metal_sim (MLX body), cuda_sim (CUDA) and PoCL (OpenCL C):
-elementwise over 16M floats, a 256-thread block reduction over 4096 blocks, and a 512x512
-shared-memory tiled matmul. Prints kernel times (median of --reps; the simulators' time is
-measured inside the child, buffer I/O excluded; PoCL's by event profiling), the ratio to PoCL
-and the geometric mean, then compile latency of a typical kernel on a cache miss and a hit,
-then what isolation costs: a whole launch in the jail and with it off (the host's Landlock +
-seccomp time shown apart), and a compile both ways.
+Six kernels (evals/bench_kernels.py), each written for metal_sim (MLX body), cuda_sim (CUDA)
+and PoCL (OpenCL C): elementwise over 16M floats, a 256-thread block reduction with barriers,
+a 512x512 shared-memory tiled matmul, softmax with one 2048-wide row per threadgroup, a
+block-wide inclusive prefix sum (scan), and a small fp32 FlashAttention forward. Every output
+is compared with numpy's; a wrong one is reported and not timed. Prints kernel times (median of
+--reps; the simulators' time is measured inside the child, buffer I/O excluded; PoCL's by event
+profiling), the ratio to PoCL and the geometric means, once per simulator check mode
+(KPORT_SIM_CHECKS: fast, and full, the default), then compile latency of a typical kernel on a
+cache miss and a hit, then what isolation costs: a whole launch in the jail and with it off (the
+host's Landlock + seccomp time shown apart), and a compile both ways. `--quick` runs small
+sizes (tests/evals/test_bench_sim.py). Exits 1 when an output is wrong.
 Needs `pip install pyopencl pocl-binary-distribution` (the `bench` extra).
 """
 
@@ -18,10 +23,12 @@ import argparse
 import os
 import statistics
 import time
+from dataclasses import dataclass, field
 from unittest import mock
 
 import numpy as np
 
+from evals.bench_kernels import CUDA, METAL, NAMES, OPENCL, SIGNATURES, BenchCase, make_case
 from runners import sandbox
 from runners.cuda_sim import RawKernel
 from runners.metal_sim import metal_kernel
@@ -29,171 +36,122 @@ from runners.settings import load_settings
 from runners.simbuild import build_kernel
 from runners.simhost import BufferArg, LaunchSpec, ScalarArg, run_launch
 
-N_ELEM = 16 * 1024 * 1024
-RED_BLOCKS, RED_THREADS = 4096, 256
-MM = 512
-TILE = 16
-
-CUDA = {
-    "elementwise": r"""extern "C" __global__ void ew(const float* x, float* y, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) y[i] = x[i] * 1.5f + 0.25f; }""",
-    "reduction": r"""extern "C" __global__ void red(const float* x, float* out) {
-  __shared__ float s[256];
-  int t = threadIdx.x;
-  s[t] = x[blockIdx.x * 256 + t];
-  __syncthreads();
-  for (int k = 128; k > 0; k >>= 1) { if (t < k) s[t] += s[t + k]; __syncthreads(); }
-  if (t == 0) out[blockIdx.x] = s[0]; }""",
-    "matmul": r"""extern "C" __global__ void mm(const float* A, const float* B, float* C, int n) {
-  __shared__ float As[16][16], Bs[16][16];
-  int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;
-  float acc = 0.0f;
-  for (int k0 = 0; k0 < n; k0 += 16) {
-    As[threadIdx.y][threadIdx.x] = A[r * n + k0 + threadIdx.x];
-    Bs[threadIdx.y][threadIdx.x] = B[(k0 + threadIdx.y) * n + c];
-    __syncthreads();
-    for (int k = 0; k < 16; k++) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
-    __syncthreads();
-  }
-  C[r * n + c] = acc; }""",
-}
-
-METAL = {
-    "elementwise": "uint i = thread_position_in_grid.x;\ny[i] = x[i] * 1.5f + 0.25f;",
-    "reduction": """threadgroup float s[256];
-uint t = thread_position_in_threadgroup.x;
-s[t] = x[threadgroup_position_in_grid.x * 256 + t];
-threadgroup_barrier(mem_flags::mem_threadgroup);
-for (uint k = 128; k > 0; k >>= 1) {
-  if (t < k) s[t] += s[t + k];
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-}
-if (t == 0) y[threadgroup_position_in_grid.x] = s[0];""",
-    "matmul": """threadgroup float As[16][16];
-threadgroup float Bs[16][16];
-uint2 l = thread_position_in_threadgroup.xy;
-uint r = thread_position_in_grid.y, c = thread_position_in_grid.x;
-float acc = 0.0f;
-for (int k0 = 0; k0 < n; k0 += 16) {
-  As[l.y][l.x] = a[r * n + k0 + l.x];
-  Bs[l.y][l.x] = b[(k0 + l.y) * n + c];
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  for (int k = 0; k < 16; k++) acc += As[l.y][k] * Bs[k][l.x];
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-}
-y[r * n + c] = acc;""",
-}
-
-OPENCL = r"""
-__kernel void ew(__global const float* x, __global float* y, int n) {
-  int i = get_global_id(0); if (i < n) y[i] = x[i] * 1.5f + 0.25f; }
-__kernel void red(__global const float* x, __global float* out) {
-  __local float s[256]; int t = get_local_id(0);
-  s[t] = x[get_group_id(0) * 256 + t]; barrier(CLK_LOCAL_MEM_FENCE);
-  for (int k = 128; k > 0; k >>= 1) { if (t < k) s[t] += s[t + k]; barrier(CLK_LOCAL_MEM_FENCE); }
-  if (t == 0) out[get_group_id(0)] = s[0]; }
-__kernel void mm(__global const float* A, __global const float* B, __global float* C, int n) {
-  __local float As[16][16], Bs[16][16];
-  int tx = get_local_id(0), ty = get_local_id(1);
-  int r = get_group_id(1) * 16 + ty, c = get_group_id(0) * 16 + tx;
-  float acc = 0.0f;
-  for (int k0 = 0; k0 < n; k0 += 16) {
-    As[ty][tx] = A[r * n + k0 + tx]; Bs[ty][tx] = B[(k0 + ty) * n + c];
-    barrier(CLK_LOCAL_MEM_FENCE);
-    for (int k = 0; k < 16; k++) acc += As[ty][k] * Bs[k][tx];
-    barrier(CLK_LOCAL_MEM_FENCE);
-  }
-  C[r * n + c] = acc; }
-"""
+RTOL = ATOL = 1e-3
 
 
-def _inputs(rng):
-    return {
-        "elementwise": [rng.standard_normal(N_ELEM, dtype=np.float32)],
-        "reduction": [rng.standard_normal(RED_BLOCKS * RED_THREADS, dtype=np.float32)],
-        "matmul": [rng.standard_normal(MM * MM, dtype=np.float32),
-                   rng.standard_normal(MM * MM, dtype=np.float32)],
-    }
+class PoclUnavailable(RuntimeError):
+    """PoCL cannot run here; the message says why and what to do, in one line."""
 
 
-def _expected(name, ins):
-    if name == "elementwise":
-        return ins[0] * 1.5 + 0.25
-    if name == "reduction":
-        return ins[0].reshape(RED_BLOCKS, RED_THREADS).sum(axis=1)
-    return (ins[0].reshape(MM, MM) @ ins[1].reshape(MM, MM)).reshape(-1)
+@dataclass
+class Row:
+    """One kernel in one check mode: seconds per runtime (None when not measured) and what
+    went wrong (a wrong output or a failed run), by runtime."""
+
+    name: str
+    checks: str
+    seconds: dict[str, float | None] = field(default_factory=dict)
+    problems: dict[str, str] = field(default_factory=dict)
+
+    def ratio(self, runtime: str) -> float | None:
+        sim, pocl = self.seconds.get(runtime), self.seconds.get("PoCL")
+        return sim / pocl if sim is not None and pocl else None
 
 
-def time_cuda_sim(name, ins, reps):
-    kernel = {"elementwise": "ew", "reduction": "red", "matmul": "mm"}[name]
-    k = RawKernel(CUDA[name], kernel)
+class Pocl:
+    """PoCL's CPU device with the six OpenCL kernels built, or PoclUnavailable."""
+
+    def __init__(self) -> None:
+        try:
+            import pyopencl as cl  # lazy: optional (the bench extra)
+        except ImportError as err:
+            raise PoclUnavailable(f"pyopencl is not installed ({err}); "
+                                  "pip install -e '.[bench]'") from err
+        try:
+            found = cl.get_platforms()
+        except cl.Error as err:  # the ICD loader found no OpenCL platform at all
+            found, why = [], str(err)
+        else:
+            why = ", ".join(p.name for p in found) or "none"
+        platforms = [p for p in found if "Portable" in p.name]
+        if not platforms:
+            raise PoclUnavailable(f"no PoCL among OpenCL's platforms ({why}); "
+                                  "pip install pocl-binary-distribution")
+        self.cl = cl
+        self.ctx = cl.Context(platforms[0].get_devices())
+        self.queue = cl.CommandQueue(self.ctx,
+                                     properties=cl.command_queue_properties.PROFILING_ENABLE)
+        try:
+            self.program = cl.Program(self.ctx, OPENCL).build()
+        except Exception as err:  # noqa: BLE001 - PoCL's compiler failing on this host
+            lines = str(err).strip().splitlines() or [""]
+            why = next((ln.strip() for ln in lines if "error" in ln.lower()), lines[-1])
+            hint = (" (PoCL's LLVM does not know this CPU, and PoCL 3.0 reads no variable "
+                    "that picks another; try another pocl-binary-distribution)"
+                    if "unknown target CPU" in str(err) else "")
+            raise PoclUnavailable(f"PoCL could not compile OpenCL C here: {why}{hint}") from err
+
+    def time(self, case: BenchCase, reps: int) -> tuple[float, np.ndarray]:
+        """Median kernel seconds by event profiling, and the output."""
+        cl, mf = self.cl, self.cl.mem_flags
+        bufs = [cl.Buffer(self.ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a)
+                for a in case.arrays]
+        out = np.zeros(case.want.size, np.float32)
+        out_buf = cl.Buffer(self.ctx, mf.WRITE_ONLY, out.nbytes)
+        kernel = cl.Kernel(self.program, case.entry)
+        dims = 1 + max((i for i in range(3) if case.groups[i] > 1), default=0)
+        times = []
+        for _ in range(reps):
+            ev = kernel(self.queue, case.grid[:dims], case.threads[:dims], *bufs, out_buf,
+                        *(np.int32(s) for s in case.scalars))
+            ev.wait()
+            times.append((ev.profile.end - ev.profile.start) * 1e-9)
+        cl.enqueue_copy(self.queue, out, out_buf).wait()
+        return statistics.median(times), out
+
+
+def time_cuda_sim(case: BenchCase, reps: int) -> tuple[float, np.ndarray]:
+    """Median kernel seconds in cuda_sim and the output; RuntimeError when a run fails."""
+    k = RawKernel(CUDA[case.name], case.entry)
     times, out = [], None
     for _ in range(reps):
-        if name == "elementwise":
-            out = np.zeros(N_ELEM, np.float32)
-            run = k.launch((N_ELEM // 256,), (256,), [ins[0], out, np.int32(N_ELEM)])
-        elif name == "reduction":
-            out = np.zeros(RED_BLOCKS, np.float32)
-            run = k.launch((RED_BLOCKS,), (RED_THREADS,), [ins[0], out])
-        else:
-            out = np.zeros(MM * MM, np.float32)
-            run = k.launch((MM // TILE, MM // TILE), (TILE, TILE), [*ins, out, np.int32(MM)])
-        assert run.ok, run.findings or run.diagnostics
+        out = np.zeros(case.want.size, np.float32)
+        run = k.launch(case.groups, case.threads,
+                       [*case.arrays, out, *(np.int32(s) for s in case.scalars)])
+        if not run.ok or run.findings:
+            raise RuntimeError(str(run.findings or run.diagnostics)[:300])
         times.append(run.kernel_s)
     return statistics.median(times), out
 
 
-def time_metal_sim(name, ins, reps):
+def time_metal_sim(case: BenchCase, reps: int) -> tuple[float, np.ndarray]:
+    """Median kernel seconds in metal_sim and the output; RuntimeError when a run fails."""
     import mlx.core as mx  # lazy: MLX is heavy; only the metal_sim timing needs it
 
     times, out = [], None
     for _ in range(reps):
-        if name == "elementwise":
-            k = metal_kernel("ew", ["x"], ["y"], METAL[name])
-            run = k.launch(inputs=ins, output_shapes=[(N_ELEM,)], output_dtypes=[mx.float32],
-                           grid=(N_ELEM, 1, 1), threadgroup=(256, 1, 1))
-        elif name == "reduction":
-            k = metal_kernel("red", ["x"], ["y"], METAL[name])
-            run = k.launch(inputs=ins, output_shapes=[(RED_BLOCKS,)], output_dtypes=[mx.float32],
-                           grid=(RED_BLOCKS * RED_THREADS, 1, 1), threadgroup=(RED_THREADS, 1, 1))
-        else:
-            k = metal_kernel("mm", ["a", "b", "n"], ["y"], METAL[name])
-            run = k.launch(inputs=[*ins, MM], output_shapes=[(MM * MM,)],
-                           output_dtypes=[mx.float32], grid=(MM, MM, 1),
-                           threadgroup=(TILE, TILE, 1))
-        assert run.ok, run.findings or run.diagnostics
+        k = metal_kernel(case.entry, list(SIGNATURES[case.name][1]), ["y"], METAL[case.name])
+        run = k.launch(inputs=[*case.arrays, *case.scalars], output_shapes=[(case.want.size,)],
+                       output_dtypes=[mx.float32], grid=case.grid, threadgroup=case.threads)
+        if not run.ok or run.findings:
+            raise RuntimeError(str(run.findings or run.diagnostics)[:300])
         times.append(run.kernel_s)
         out = np.array(run.outputs[0])
     return statistics.median(times), out
 
 
-def time_pocl(name, ins, reps):
-    import pyopencl as cl  # lazy: optional (the bench extra)
-
-    platform = next(p for p in cl.get_platforms() if "Portable" in p.name)
-    ctx = cl.Context(platform.get_devices())
-    queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
-    prog = cl.Program(ctx, OPENCL).build()
-    mf = cl.mem_flags
-    bufs = [cl.Buffer(ctx, mf.READ_ONLY | mf.COPY_HOST_PTR, hostbuf=a) for a in ins]
-    n_out = {"elementwise": N_ELEM, "reduction": RED_BLOCKS, "matmul": MM * MM}[name]
-    out = np.zeros(n_out, np.float32)
-    out_buf = cl.Buffer(ctx, mf.WRITE_ONLY, out.nbytes)
-    kernel = cl.Kernel(prog, {"elementwise": "ew", "reduction": "red", "matmul": "mm"}[name])
-    times = []
-    for _ in range(reps):
-        if name == "elementwise":
-            ev = kernel(queue, (N_ELEM,), (256,), bufs[0], out_buf, np.int32(N_ELEM))
-        elif name == "reduction":
-            ev = kernel(queue, (RED_BLOCKS * RED_THREADS,), (RED_THREADS,), bufs[0], out_buf)
-        else:
-            ev = kernel(queue, (MM, MM), (TILE, TILE), *bufs, out_buf, np.int32(MM))
-        ev.wait()
-        times.append((ev.profile.end - ev.profile.start) * 1e-9)
-    cl.enqueue_copy(queue, out, out_buf).wait()
-    return statistics.median(times), out
-
+def measure(row: Row, runtime: str, timer, case: BenchCase, reps: int) -> None:
+    """Time one runtime into `row`, keeping no time for a failed run or a wrong output."""
+    try:
+        seconds, got = timer(case, reps)
+    except RuntimeError as err:
+        row.problems[runtime] = f"run failed: {err}"
+        return
+    if not np.allclose(got, case.want, rtol=RTOL, atol=ATOL):
+        worst = float(np.max(np.abs(got.astype(np.float64) - case.want)))
+        row.problems[runtime] = f"wrong output (max abs error {worst:.3g})"
+        return
+    row.seconds[runtime] = seconds
 
 def compile_latency() -> tuple[float, float]:
     """Seconds to build a typical kernel on a cache miss and on a hit."""
@@ -242,48 +200,86 @@ def isolation_cost(reps: int) -> dict[str, float]:
             "compile_jailed": compile_jailed, "compile_bare": compile_bare}
 
 
+def speed(reps: int, modes: tuple[str, ...], names: tuple[str, ...] = NAMES,
+          quick: bool = False) -> list[Row]:
+    """Each kernel in PoCL once, then in both simulators under each check mode; prints one
+    table per mode with ratios to PoCL and their geometric means; returns the rows."""
+    rng = np.random.default_rng(0)
+    cases = {name: make_case(name, rng, quick) for name in names}
+    pocl_s: dict[str, float | None] = dict.fromkeys(names)
+    pocl_problem: dict[str, str] = {}
+    try:
+        pocl = Pocl()
+    except PoclUnavailable as err:
+        print(f"PoCL comparison not measured: {err}")
+        pocl = None
+    for name, case in cases.items():
+        if pocl is not None:
+            probe = Row(name, "PoCL")
+            measure(probe, "PoCL", pocl.time, case, reps)
+            pocl_s[name] = probe.seconds.get("PoCL")
+            pocl_problem.update(probe.problems)
+    rows = []
+    for checks in modes:
+        os.environ["KPORT_SIM_CHECKS"] = checks
+        print(f"\nchecks: {checks}")
+        print(f"{'kernel':<12} {'PoCL s':>9} {'cuda_sim s':>11} {'metal_sim s':>12} "
+              f"{'cuda/PoCL':>10} {'metal/PoCL':>11}")
+        for name, case in cases.items():
+            row = Row(name, checks, {"PoCL": pocl_s[name]})
+            if name in pocl_problem:
+                row.problems["PoCL"] = pocl_problem[name]
+            measure(row, "cuda_sim", time_cuda_sim, case, reps)
+            measure(row, "metal_sim", time_metal_sim, case, reps)
+            rows.append(row)
+            print(f"{name:<12} {_cell(row.seconds.get('PoCL'), 9, '.4f')} "
+                  f"{_cell(row.seconds.get('cuda_sim'), 11, '.4f')} "
+                  f"{_cell(row.seconds.get('metal_sim'), 12, '.4f')} "
+                  f"{_cell(row.ratio('cuda_sim'), 10, '.2f')} "
+                  f"{_cell(row.ratio('metal_sim'), 11, '.2f')}")
+            for runtime, problem in row.problems.items():
+                print(f"  {runtime} {name}: {problem}")
+        mode_rows = [r for r in rows if r.checks == checks]
+        means = [_geomean([r.ratio(rt) for r in mode_rows]) for rt in ("cuda_sim", "metal_sim")]
+        both = _geomean([r.ratio(rt) for r in mode_rows for rt in ("cuda_sim", "metal_sim")])
+        print(f"{'geomean':<12} {'':>9} {'':>11} {'':>12} {_cell(means[0], 10, '.2f')} "
+              f"{_cell(means[1], 11, '.2f')}   both: {_cell(both, 0, '.2f')} (target <= 2)")
+    return rows
+
+
+def _geomean(ratios: list[float | None]) -> float | None:
+    kept = [r for r in ratios if r is not None]
+    return float(np.exp(np.mean(np.log(kept)))) if kept and len(kept) == len(ratios) else None
+
+
+def _cell(value: float | None, width: int, spec: str) -> str:
+    return f"{'-' if value is None else format(value, spec):>{width}}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals.bench_sim", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=3)
-    parser.add_argument("--checks", choices=("fast", "full"), default="fast",
-                        help="simulator checks during timing (default fast, as a benchmark)")
-    parser.add_argument("--only", choices=("speed", "isolation"),
-                        help="only the PoCL comparison, or only compile latency and isolation")
+    parser.add_argument("--checks", choices=("both", "fast", "full"), default="both",
+                        help="simulator check modes to time (default both: fast, then full)")
+    parser.add_argument("--only", choices=("speed", "isolation", *NAMES),
+                        help="only the PoCL comparison (or one kernel of it), or only compile "
+                        "latency and isolation")
+    parser.add_argument("--quick", action="store_true",
+                        help="small sizes: checks the kernels, times nothing meaningful")
     args = parser.parse_args(argv)
-    os.environ["KPORT_SIM_CHECKS"] = args.checks
-    print(f"cores: {os.cpu_count()}  checks: {args.checks}  reps: {args.reps}")
+    modes = ("fast", "full") if args.checks == "both" else (args.checks,)
+    print(f"cores: {os.cpu_count()}  load: {os.getloadavg()[0]:.2f}  checks: {args.checks}  "
+          f"reps: {args.reps}{'  (quick sizes)' if args.quick else ''}")
+    wrong = False
     if args.only != "isolation":
-        try:
-            speed(args.reps)
-        except Exception as err:  # noqa: BLE001 - PoCL's own failure: say so, measure the rest
-            lines = str(err).strip().splitlines() or [""]
-            why = next((ln for ln in lines if "error:" in ln), lines[-1])
-            print(f"PoCL comparison not measured: {type(err).__name__}: {why}")
-    if args.only != "speed":
+        names = (args.only,) if args.only in NAMES else NAMES
+        rows = speed(args.reps, modes, names, args.quick)
+        wrong = any(p.startswith("wrong") for r in rows for p in r.problems.values())
+    if args.only is None or args.only == "isolation":
+        os.environ["KPORT_SIM_CHECKS"] = modes[0]
         overheads(args.reps)
-    return 0
-
-
-def speed(reps: int) -> None:
-    """The simulators' kernel times against PoCL's, and their geometric mean."""
-    ins = _inputs(np.random.default_rng(0))
-    print(f"{'kernel':<12} {'PoCL s':>9} {'cuda_sim s':>11} {'metal_sim s':>12} "
-          f"{'cuda/PoCL':>10} {'metal/PoCL':>11}")
-    ratios = []
-    for name in ("elementwise", "reduction", "matmul"):
-        t_pocl, o_pocl = time_pocl(name, ins[name], reps)
-        t_cuda, o_cuda = time_cuda_sim(name, ins[name], reps)
-        t_metal, o_metal = time_metal_sim(name, ins[name], reps)
-        want = _expected(name, ins[name])
-        for label, got in (("PoCL", o_pocl), ("cuda_sim", o_cuda), ("metal_sim", o_metal)):
-            if not np.allclose(got, want, rtol=1e-3, atol=1e-3):
-                print(f"  WARNING: {label} {name} result is wrong")
-        ratios += [t_cuda / t_pocl, t_metal / t_pocl]
-        print(f"{name:<12} {t_pocl:>9.4f} {t_cuda:>11.4f} {t_metal:>12.4f} "
-              f"{t_cuda / t_pocl:>10.2f} {t_metal / t_pocl:>11.2f}")
-    geomean = float(np.exp(np.mean(np.log(ratios))))
-    print(f"geomean simulator/PoCL time ratio: {geomean:.2f} (target <= 2)")
+    return 1 if wrong else 0
 
 
 def overheads(reps: int) -> None:

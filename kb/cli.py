@@ -5,12 +5,13 @@
     kport kb add-pairs CUDA_DIR METAL_DIR    kernels paired across languages by name
     kport kb import-llama-cpp ARCHIVE_OR_DIR llama.cpp's ggml-cuda / ggml-metal kernels as pairs
     kport kb remove SOURCE | stats | export FILE [--force] | import FILE
-    kport kb search QUERY [--kind K] [-k N] [--json]
+    kport kb search QUERY|@FILE [--kind K] [-k N] [--json]   answers, with a calibrated score
     kport kb rules FILE.cu [--kernel NAME] [--json]
     kport kb lint BODY.metal [--header H] [--threadgroup 256,1,1] [--chip M2] [--json]
-    kport kb fixes "ERROR MESSAGE" [--json]
+    kport kb fixes "ERROR MESSAGE" [--json]  pattern matches, then retrieval over the KB
 
-The store is $KPORT_HOME/kb, or the Chroma server at KPORT_CHROMA_URL (--url). Every change
+The store is $KPORT_HOME/kb, or the Chroma server at KPORT_CHROMA_URL (--url); `kb search`
+builds a missing local store first (kb/ready.py). Every change
 (build, add, import, remove) is all or nothing: a local store is rebuilt beside the old one and
 swapped in on success (kb/store.py); an import is read and checked whole before the store is
 opened. Machine-readable output goes to stdout; progress and warnings go to stderr.
@@ -26,14 +27,18 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-from kb.chunks import arch_chunks, fix_chunks, rule_chunks
-from kb.fixes import match_fixes
-from kb.ingest import IngestReport, corpus_chunks, ingest, pair_chunks
+from kb.answers import answers, render
+from kb.chunks import COLLECTIONS
+from kb.features import FEATURES
+from kb.fix_search import merged_fixes, retrieve_fixes
+from kb.ingest import IngestReport, ingest, pair_chunks
 from kb.lints import lint_metal
 from kb.llama_cpp import import_llama_cpp
+from kb.ready import default_chunks, ready_store
 from kb.rules_match import rules_for_file
-from kb.search import search_home
-from kb.store import KBStore, read_export
+from kb.search import METHODS
+from kb.search import search as search_store
+from kb.store import KBError, KBStore, read_export
 from runners.cli_options import define_option, include_option
 from runners.errors import KportError
 from runners.settings import load_settings
@@ -75,7 +80,9 @@ def _add(chunks, report=None, url: str | None = None, as_json: bool = False,
         print(json.dumps(out))
     else:
         extra = (f" from {report.files} files ({len(report.skipped)} skipped, "
-                 f"{report.pairs} pairs)" if report else "")
+                 f"{report.pairs} pairs)" if report and report.files else
+                 f" (rules, architecture facts, fix rules and {report.pairs} corpus pairs)"
+                 if report else "")
         console.print(f"{out['added']} chunks added, {out['present']} already present"
                       f"{extra} -> {store.location}")
 
@@ -84,7 +91,7 @@ def _add(chunks, report=None, url: str | None = None, as_json: bool = False,
 def build(corpus: Path = typer.Option(None, help="a corpus folder other than the bundled one"),
           url: str = URL, as_json: bool = JSON):
     """Build the default KB: concept, architecture and fix rules plus the corpus's pairs."""
-    chunks = rule_chunks() + arch_chunks() + fix_chunks() + corpus_chunks(corpus)
+    chunks = default_chunks(corpus)
     report = IngestReport(files=0, chunks=len(chunks),
                           pairs=sum(c.metadata.get("pair_role") == "cuda" for c in chunks))
     _add(chunks, report, url, as_json, "building the knowledge base")
@@ -198,31 +205,50 @@ def import_(src: Path, url: str = URL, as_json: bool = JSON):
 
 
 @app.command()
-def search(query: str = typer.Argument(..., help="text, code, or @FILE to read the query from"),
+def search(query: str = typer.Argument(..., help="a question, code, or @FILE to read the query "
+                                       "from (a CUDA file: each hit says which lines)"),
            kind: list[str] = typer.Option(None, "--kind", help="rules, arch, analogues, docs, "
                                           "fixes (repeatable; default all)"),
-           k: int = typer.Option(10, "-k", help="how many hits"),
+           k: int = typer.Option(None, "-k", min=1, help="how many hits (default 5, with "
+                                 "--json 10)"),
            category: str = typer.Option(None, help="only analogues of this op category"),
            feature: list[str] = typer.Option(None, "--feature", help="only chunks with this "
                                              "feature (repeatable)"),
            language: str = typer.Option(None, help="cuda | metal | markdown | rst | ..."),
            method: str = typer.Option("hybrid", help="hybrid | dense | bm25"),
            url: str = URL, as_json: bool = JSON):
-    """Search the KB; --json prints a list of {id, kind, title, score, text, metadata}."""
+    """Search the KB (built on first use): for each hit its rank, a calibrated score and what it
+    says — a rule's text, CUDA and Metal spellings, an example pair and its source; --json
+    prints a list of {id, kind, title, score, text, metadata, pair, ranks, rank, confidence,
+    answer, lines}."""
+    file = None
     if query.startswith("@"):
+        file = Path(query[1:])
         try:
-            query = Path(query[1:]).read_text()
+            query = file.read_text()
         except (OSError, UnicodeDecodeError) as err:
-            raise KportError(f"{query[1:]}: cannot read the query file ({err})") from None
-    hits = search_home(_settings(url), query, kinds=kind or None, k=k, category=category,
-                       features=feature or [], language=language, method=method)
+            raise KportError(f"{file}: cannot read the query file ({err})") from None
+    bad = ([f"--kind: unknown collection {x!r}; one of {', '.join(COLLECTIONS)}"
+            for x in kind or [] if x not in COLLECTIONS]
+           + [f"--feature: unknown feature {x!r}; one of {', '.join(FEATURES)}"
+              for x in feature or [] if x not in FEATURES]
+           + ([f"--method: unknown method {method!r}; one of {', '.join(METHODS)}"]
+              if method not in METHODS else []))
+    if bad:  # before the KB is opened (or built on first use)
+        raise KportError(bad[0])
+    settings = _settings(url)
+    store, _ = ready_store(settings, _err())
+    hits = search_store(store, query, kinds=kind or None, k=k or (10 if as_json else 5),
+                        category=category,
+                        features=feature or [], language=language, method=method,
+                        cache_root=settings.home / "cache")
+    rows = answers(hits, query, lines=file is not None)
     if as_json:
-        print(json.dumps([h.as_json() for h in hits], indent=1))
-        return
-    for n, h in enumerate(hits, 1):
-        print(f"{n:>2}. [{h.kind}] {h.title}  ({h.score:.4f})")
-        if h.pair:
-            print(f"     pair: {h.pair['title']}")
+        print(json.dumps(rows, indent=1))
+    elif not rows:
+        print("nothing found")
+    else:
+        print(render(rows, file.name if file else None), end="")
 
 
 @app.command()
@@ -284,17 +310,28 @@ def lint(body: Path = typer.Argument(..., help="an MLX metal_kernel body (.metal
 
 @app.command()
 def fixes(message: str = typer.Argument(..., help="a compile or runtime error message"),
-          as_json: bool = JSON):
-    """The fix rules that recognise an error message, most specific first."""
-    found = match_fixes(message)
+          url: str = URL, as_json: bool = JSON):
+    """The fix rules for an error message: those whose pattern recognises it (most specific
+    first), then those retrieval over the KB's fix rules finds (when a KB exists)."""
+    retrieved, note = [], ""
+    settings = _settings(url)
+    if settings.chroma_url or (settings.kb_dir / "chroma.sqlite3").is_file():
+        try:
+            retrieved = retrieve_fixes(KBStore.from_settings(settings), [message],
+                                       settings.home / "cache")
+        except KBError as err:
+            note = f"no retrieval: {err}"
+    found = merged_fixes([message], retrieved)
     if as_json:
-        print(json.dumps([{"id": f.id, "title": f.title, "fix": f.fix, "origin": f.origin,
-                           "unconfirmed": f.unconfirmed} for f in found], indent=1))
+        print(json.dumps(found, indent=1))
         return
+    if note:
+        _err().print(escape(note))
     if not found:
         print("no fix rule recognises this message")
     for f in found:
-        print(f"{f.id}: {f.title}\n    {f.fix}")
+        how = "pattern" if f["via"] == "pattern" else f"retrieval, score {f['score']:.2f}"
+        print(f"{f['id']}: {f['title']}  ({how})\n    {f['fix']}")
 
 
 def main(argv: list[str]) -> int:

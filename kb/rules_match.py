@@ -51,24 +51,29 @@ def _marker_tokens(marker: str) -> tuple[str, ...]:
     return tuple(t.text for t in tokens(parse(data, "cuda"), data))
 
 
-def _find(seq: list[str], pat: tuple[str, ...]) -> list[int]:
+def _find(seq: list[str], pat: tuple[str, ...], starts: dict[str, list[int]]) -> list[int]:
+    """Where ``pat`` occurs in ``seq``; ``starts`` maps each token to its positions (so a
+    marker costs its first token's occurrences, not the whole kernel)."""
     if not pat:
         return []
     n = len(pat)
-    return [i for i in range(len(seq) - n + 1) if seq[i] == pat[0] and tuple(seq[i:i + n]) == pat]
+    return [i for i in starts.get(pat[0], ()) if n == 1 or tuple(seq[i:i + n]) == pat]
 
 
 def match_rules(toks: list[Token], rules: list[Rule] | None = None) -> list[RuleHit]:
     """Every rule with a marker among ``toks``, ordered by first line then id."""
     texts = [t.text for t in toks]
+    starts: dict[str, list[int]] = {}
+    for i, text in enumerate(texts):
+        starts.setdefault(text, []).append(i)
     hits = []
     for rule in rules if rules is not None else load_rules():
         found, lines = [], set()
         count = 0
         for marker in rule.markers:
             first, *rest = marker.split(" && ")
-            at = _find(texts, _marker_tokens(first))
-            if at and all(_find(texts, _marker_tokens(p)) for p in rest):
+            at = _find(texts, _marker_tokens(first), starts)
+            if at and all(_find(texts, _marker_tokens(p), starts) for p in rest):
                 found.append(marker)
                 count += len(at)
                 lines.update(toks[i].line for i in at)

@@ -3,9 +3,12 @@ tokens) and their reciprocal-rank fusion, filterable by collection, category, fe
 language. A hit from a known CUDA/Metal pair carries its counterpart.
 
 Hybrid fuses three channels: dense, BM25 over the text, and BM25 over the words that name a
-chunk (kernel name, file stem, title). A query that is CUDA code is expanded with the Metal
-forms of the concept rules it uses, so a CUDA kernel finds Metal ports whose text shares no CUDA
-spelling with it.
+chunk (kernel name, file stem, title). Each channel ranks the candidates of all the collections
+searched together, so the best match leads whatever its collection. A query that is CUDA code is
+expanded with the Metal forms of the concept rules it uses, so a CUDA kernel finds Metal ports
+whose text shares no CUDA spelling with it. A text question drops its stopwords, weighs BM25
+twice, and uses the names channel on kernels only; BM25 terms are lightly stemmed (plurals,
+-ing, -ed, -ly) on both sides.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import re
 import secrets
 import shutil
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,8 +34,18 @@ from kb.rules_match import kernel_tokens, match_rules
 from kb.store import KBError, KBStore
 
 RRF_K = 60
+# Channel weights in the fusion. A text question leans on BM25 over the rule text (tuned on the
+# "tune" half of evals/data/kb_questions.toml); its names channel looks only at kernels
+# (analogues, docs), whose names say what they are, not at rule titles, which BM25 already reads.
+CODE_WEIGHTS = {"dense": 1.0, "bm25": 1.0, "names": 1.0}
+TEXT_WEIGHTS = {"dense": 1.0, "bm25": 2.0, "names": 1.0}
+TEXT_NAMED = ("analogues", "docs")
+TOKENS = 2  # version of code_words: a BM25 cache built with another one is rebuilt
 QUERY_CODE_CHARS = 600  # of a code query embedded after its head
-QUERY_CODE_TOKENS = 128  # model tokens of a code query: bounds the cost of a warm query
+# Model tokens of a code query: the language-neutral head (names, category, features, Metal
+# forms) and little code. It bounds a warm query's cost, and the head finds Metal ports better
+# than more CUDA text (bench_kb's labeled set: recall@5 0.943 at 128 tokens, 0.962 at 32-56).
+QUERY_CODE_TOKENS = 32
 METHODS = ("hybrid", "dense", "bm25")
 _CUDA_MARKERS = {"__global__", "__device__", "threadIdx", "blockIdx", "__syncthreads",
                  "__shared__", "blockDim"}
@@ -56,6 +70,35 @@ class Hit:
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|\d+")
 _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_VOWEL = re.compile(r"[aeiouy]")
+
+
+def _stem(word: str) -> str:
+    """A light English stem, the same for documents and queries: plurals (threads -> thread,
+    atomics -> atomic, values -> value), -ing/-ed (spilling -> spill, padded -> pad, sized ->
+    size) and -ly (atomically -> atomic). Words of 4 letters or fewer keep -ing/-ed/-ly."""
+    if len(word) <= 3 or word.endswith(("ss", "us", "is")):
+        return word
+    if word.endswith("sses"):
+        word = word[:-2]
+    elif word.endswith("ies"):
+        word = word[:-3] + "y"
+    elif word.endswith("s"):
+        word = word[:-1]
+    if len(word) <= 4:
+        return word
+    for suffix in ("ing", "ed"):
+        stem = word[:-len(suffix)]
+        if not word.endswith(suffix) or not _VOWEL.search(stem):
+            continue
+        if len(stem) >= 3 and stem[-1] == stem[-2] and stem[-1] not in "lsz":
+            return stem[:-1]  # undouble: spilling -> spill
+        if suffix == "ed" and len(stem) <= 4 and stem[-1] not in "aeiouy" and stem[-2] in "aeiou":
+            return stem + "e"  # sized -> size
+        return stem
+    if word.endswith("ally"):
+        return word[:-4]
+    return word[:-2] if word.endswith("ly") and len(word) > 5 else word
 
 
 @functools.lru_cache(maxsize=1 << 16)
@@ -65,12 +108,21 @@ def _terms(ident: str) -> tuple[str, ...]:
     parts = _CAMEL.sub(r"\1_\2", ident).lower().split("_")
     if len(parts) > 1:
         out += [p for p in parts if len(p) > 1]
-    return tuple(out)
+    return tuple(_stem(w) if w.isalpha() else w for w in out)
 
 
 def code_words(text: str) -> list[str]:
-    """BM25 terms: each identifier whole (lower-case) and split at ``_`` and camelCase."""
+    """BM25 terms: each identifier whole (lower-case) and split at ``_`` and camelCase; plain
+    words in the singular."""
     return [t for ident in _IDENT.findall(text) for t in _terms(ident)]
+
+
+# Words of a question that say nothing about the answer; a text query's BM25 terms drop them.
+_STOP = frozenset(_stem(w) for w in """a an the is are was were be been being do does did how
+    what which who whom why when where can could should would will shall may might must i me my
+    we our you your it its this that these those of in on at to for from by with about as into
+    than then there here so if or and but not no any some their them they he she his her has
+    have had get got use using used want need instead way""".split())
 
 
 @dataclass(frozen=True)
@@ -105,6 +157,44 @@ def query_view(query: str, expand: bool = True) -> QueryView:
                      is_code=True)
 
 
+def query_terms(view: QueryView) -> tuple[list[str], list[str]]:
+    """(BM25 terms of the text, words for the names channel) of a query; a text question drops
+    the words that say nothing about its answer (how, do, I, the ...)."""
+    text, names = code_words(view.text), view.names
+    if view.is_code:
+        return text, names
+    return [w for w in text if w not in _STOP], [w for w in names if _stem(w) not in _STOP]
+
+
+def bm25_scores(index, terms: dict[str, int]) -> np.ndarray:
+    """BM25 score of every document of ``index`` (a bm25s index) for ``terms`` (each term with
+    its count): what ``index.get_scores`` gives for the terms repeated, computed once per
+    distinct term (a whole kernel as the query repeats most of its terms). kport builds
+    lucene-method indexes, which have no score for absent terms."""
+    vocab = index.vocab_dict
+    found = [(vocab[w], c) for w, c in terms.items() if w in vocab]
+    s = index.scores
+    if not found:
+        return np.zeros(s["num_docs"], dtype=np.float32)
+    ids, counts = np.array(found).T
+    starts, ends = s["indptr"][ids], s["indptr"][ids + 1]
+    docs = np.concatenate([s["indices"][a:b] for a, b in zip(starts, ends, strict=True)])
+    weights = np.concatenate([s["data"][a:b] * c
+                              for a, b, c in zip(starts, ends, counts, strict=True)])
+    return np.bincount(docs, weights=weights, minlength=s["num_docs"]).astype(np.float32)
+
+
+def _best_first(scores: np.ndarray, top: int | None) -> np.ndarray:
+    """Indices of ``scores`` from the highest, ties in index order; only the ``top`` best when
+    given (a partial sort: the rest is never looked at)."""
+    if top is None or top >= len(scores):
+        return np.argsort(-scores, kind="stable")
+    cut = scores[np.argpartition(-scores, top - 1)[top - 1]]  # the top-th best score
+    sel = np.concatenate([np.flatnonzero(scores > cut),
+                          np.flatnonzero(scores == cut)])[:top]
+    return sel[np.lexsort((sel, -scores[sel]))]
+
+
 _LOADED: dict[Path, tuple] = {}  # folder -> (index, ids, metadatas), per process
 
 
@@ -132,6 +222,8 @@ class BM25Cache:
                 return None, None, [], []
             try:
                 meta = json.loads((folder / "ids.json").read_text())
+                if meta.get("tokens") != TOKENS:
+                    raise ValueError("built with other BM25 terms")
                 _LOADED[folder] = (bm25s.BM25.load(str(folder / "text")),
                                    bm25s.BM25.load(str(folder / "names")), meta["ids"],
                                    meta["metadatas"])
@@ -160,7 +252,7 @@ class BM25Cache:
         tmp = self.root / f".{folder.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
         text.save(str(tmp / "text"))
         names.save(str(tmp / "names"))
-        (tmp / "ids.json").write_text(json.dumps({"ids": got["ids"],
+        (tmp / "ids.json").write_text(json.dumps({"ids": got["ids"], "tokens": TOKENS,
                                                   "metadatas": got["metadatas"]}))
         try:
             tmp.rename(folder)
@@ -209,40 +301,53 @@ def search(store: KBStore, query: str, *, kinds: list[str] | None = None, k: int
     view = query_view(query, expand)
     vector = None if method == "bm25" else store.embedder.query(
         view.dense, QUERY_CODE_TOKENS if view.is_code else None)
-    fused: dict[tuple[str, str], dict] = {}
+    # Each channel ranks its candidates from every collection searched together, so the best
+    # match wins whatever its collection (ranking per collection put every collection's first
+    # hit at the top); a single collection ranks as before.
+    found: dict[str, list[tuple[float, str, str]]] = {}  # channel -> (score, collection, id)
     kinds = [name for name in kinds if store.collection(name) is not None]
     revs = store.revisions(kinds) if method != "dense" else {}
+    n = max(depth, k + len(exclude))
+    text_terms, name_words = (Counter(w) for w in query_terms(view))
+    weights = CODE_WEIGHTS if view.is_code else TEXT_WEIGHTS
     for name in kinds:
-        n = max(depth, k + len(exclude))
-        if vector is not None:
-            for rank, (i, sim) in enumerate(
-                    [h for h in store.dense(name, vector, n, where) if h[0] not in exclude]):
-                fused.setdefault((name, i), {})["dense"] = (rank, sim)
+        text_index = name_index = None
+        ids: list[str] = []
+        if method != "dense":
+            text_index, name_index, ids, metas = BM25Cache(store, name, cache_root,
+                                                           revs[name]).load()
+        if vector is not None:  # the BM25 cache knows how many chunks the revision holds
+            found.setdefault("dense", []).extend(
+                (sim, name, i) for i, sim in store.dense(name, vector, n, where,
+                                                         None if method == "dense" else len(ids))
+                if i not in exclude)
         if method == "dense":
             continue
-        text_index, name_index, ids, metas = BM25Cache(store, name, cache_root,
-                                                       revs[name]).load()
-        channels = [("bm25", text_index, code_words(view.text))]
-        if method == "hybrid":
-            channels.append(("names", name_index, view.names))
+        channels = [("bm25", text_index, text_terms)]
+        if method == "hybrid" and (view.is_code or name in TEXT_NAMED):
+            channels.append(("names", name_index, name_words))
         for channel, index, terms in channels:
             if index is None or not terms:
                 continue
-            scores = index.get_scores(terms)
-            rank = 0
-            for j in np.argsort(-scores, kind="stable"):
-                if rank >= n or scores[j] <= 0:
+            scores = bm25_scores(index, terms)
+            kept, taken = found.setdefault(channel, []), 0
+            for j in _best_first(scores, n + len(exclude) if where is None else None):
+                if taken >= n or scores[j] <= 0:
                     break
-                if ids[j] in exclude or not _passes(metas[j], where):
-                    continue
-                fused.setdefault((name, ids[j]), {})[channel] = (rank, float(scores[j]))
-                rank += 1
+                if ids[j] not in exclude and _passes(metas[j], where):
+                    kept.append((float(scores[j]), name, ids[j]))
+                    taken += 1
+    fused: dict[tuple[str, str], dict] = {}
+    for channel, cands in found.items():
+        cands.sort(key=lambda c: -c[0])  # stable: ties keep each collection's order
+        for rank, (value, name, i) in enumerate(cands[:n]):
+            fused.setdefault((name, i), {})[channel] = (rank, value)
 
     def score(r: dict) -> float:
         if method != "hybrid":
             key = "dense" if method == "dense" else "bm25"
             return r[key][1] if key in r else -1.0
-        return sum(1.0 / (RRF_K + 1 + rank) for rank, _ in r.values())
+        return sum(weights[c] / (RRF_K + 1 + rank) for c, (rank, _) in r.items())
 
     best = sorted(fused.items(), key=lambda kv: (-score(kv[1]), kv[0][1]))
     best = [(key, r) for key, r in best if score(r) > -1.0][:k]

@@ -157,9 +157,10 @@ class KBStore:
         self.embedder = Embedder(embed_model)
         self._root = self.path.resolve() if self.path else None  # the version folder read
         self._writing = False
+        self._write_locked = False
         self.client = _client(self._root, url, create)
         self._cols: dict[str, object] = {}
-        if not create and self.path is not None and not self._has_chunks():
+        if not create and self.path is not None and not self.has_chunks():
             raise KBError(f"the knowledge base at {self.path} is empty (left by a `kport kb` "
                           "command that failed or was stopped, in an older kport); run "
                           "`kport kb build` to rebuild it")
@@ -169,9 +170,10 @@ class KBStore:
         url = settings.chroma_url
         return cls(None if url else settings.kb_dir, url, settings.embed_model, create=create)
 
-    def _has_chunks(self) -> bool:
-        return any(c.count() for c in self.client.list_collections()
-                   if c.name.startswith(PREFIX))
+    def has_chunks(self) -> bool:
+        """Whether any collection holds a chunk (False before the first write)."""
+        return self.client is not None and any(
+            c.count() for c in self.client.list_collections() if c.name.startswith(PREFIX))
 
     def _follow(self) -> None:
         """Open the version the link names now, if a writer elsewhere has published one."""
@@ -190,9 +192,7 @@ class KBStore:
             yield self
             return
         link = self.path
-        link.parent.mkdir(parents=True, exist_ok=True)
-        with open(link.parent / f".{link.name}.write.lock", "a+") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # one writer at a time, for the whole change
+        with self.writer_lock():  # one writer at a time, for the whole change
             current = link.resolve() if (link / "chroma.sqlite3").is_file() else None
             stage = link.parent / f".{link.name}.v-{secrets.token_hex(6)}"
             if current is not None:
@@ -213,6 +213,29 @@ class KBStore:
             for old in _version_dirs(link):  # abandoned stages, and versions before the last
                 if old not in (stage, current):
                     shutil.rmtree(old, ignore_errors=True)
+
+    @contextlib.contextmanager
+    def writer_lock(self, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
+        """Hold the writer lock of a local store (``.kb.write.lock`` beside it) for the block,
+        so that a check and the write it decides on are one step (kb/ready.py builds a missing
+        KB under it). ``on_wait`` is called once when another process holds it. Re-entrant
+        within this handle; a no-op for a server."""
+        if self.path is None or self._write_locked:
+            yield
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.parent / f".{self.path.name}.write.lock", "a+") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if on_wait is not None:
+                    on_wait()
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            self._write_locked = True
+            try:
+                yield
+            finally:
+                self._write_locked = False
 
     # -- locking (local stores only; a server serialises writes itself)
     @contextlib.contextmanager
@@ -348,10 +371,14 @@ class KBStore:
         with self._lock(exclusive=False):
             return col.get(ids=ids, include=["documents", "metadatas"])
 
-    def dense(self, name: str, vector: list[float], k: int, where: dict | None = None) -> list:
-        """[(id, cosine similarity)] of the ``k`` nearest chunks in ``name``."""
+    def dense(self, name: str, vector: list[float], k: int, where: dict | None = None,
+              count: int | None = None) -> list:
+        """[(id, cosine similarity)] of the ``k`` nearest chunks in ``name``; ``count``, the
+        number of chunks there when the caller knows it, saves asking the store."""
         col = self.collection(name)
-        count = col.count() if col is not None else 0
+        if col is None:
+            return []
+        count = col.count() if count is None else count
         if not count:
             return []
         with self._lock(exclusive=False):

@@ -37,10 +37,16 @@ def _fastdiv_mult(d: int) -> int:
     return ((1 << 32) * ((1 << _ceil_log2(d)) - d) // d + 1) & 0xFFFFFFFF
 
 
+def _next_pow2(n: int) -> int:
+    """The smallest power of two >= n (a padded width: llama.cpp's next_power_of_2)."""
+    return 1 << (n - 1).bit_length()
+
+
 _FUNCS = {"min": min, "max": max, "ceil_div": lambda a, b: -(-a // b),
-          "ceil_log2": _ceil_log2, "fastdiv_mult": _fastdiv_mult}
-_ONE_ARG = {"ceil_log2", "fastdiv_mult"}
+          "ceil_log2": _ceil_log2, "fastdiv_mult": _fastdiv_mult, "next_pow2": _next_pow2}
+_ONE_ARG = {"ceil_log2", "fastdiv_mult", "next_pow2"}
 FUNCTIONS = frozenset(_FUNCS)  # the function names an expression may call
+ONE_ARG_FUNCTIONS = frozenset(_ONE_ARG)  # those of one integer of at least 1
 
 
 # Bounds that keep an expression cheap: "n ** 9 ** 9" must fail at once, not hang.
@@ -121,7 +127,8 @@ def evaluate(expr, sizes: dict, where: str = "") -> int | float | bool:
             return walk(node.body) if walk(node.test) else walk(node.orelse)
         raise SizeExprError(f"{where}: cannot evaluate {expr!r}: use numbers, size names "
                         f"({', '.join(sizes)}), + - * // % / ** << >> & | ^, min, max, "
-                        "ceil_div, ceil_log2, fastdiv_mult, comparisons, and/or/not, a if c else b")
+                        "ceil_div, ceil_log2, fastdiv_mult, next_pow2, comparisons, and/or/not, "
+                        "a if c else b")
 
     text = str(expr)
     if len(text) > MAX_EXPR_CHARS:

@@ -539,6 +539,19 @@ _EXPR_AFTER = {"=", "(", ",", "return", "{", "[", "?", ":", "+", "-", "*", "/", 
                "<<", ">>", "~", ";", "}"}
 
 
+def _declarator(toks: list[Tok], i: int, statement: bool) -> bool:
+    """Whether the ``(`` at ``toks[i]`` opens a declarator, not a constructor's arguments:
+    ``float4 (&)[1]`` (a reference to an array, as in ``reinterpret_cast<thread float4
+    (&)[1]>(v)``), ``float4 (&r)[1]``, ``float4 (*)[2]``, and at a ``statement``'s start
+    ``float4 (*q)[2] = p;``. No vector is made from an address, so ``(&`` names one always;
+    ``(*p)`` elsewhere is an argument (``float4(*p)`` copies ``*p``)."""
+    after = [t.text for t in toks[i + 1:i + 5]]
+    named = len(after) > 2 and toks[i + 2].kind == "identifier" and after[2] == ")"
+    if after[:1] in (["&"], ["&&"]):
+        return after[1:2] == [")"] or named
+    return after[:2] == ["*", ")"] or (statement and named and after[3:4] == ["["])
+
+
 def _template_type_params(toks: list[Tok]) -> set[str]:
     """Names declared as ``typename X`` / ``class X`` in template parameter lists."""
     names = set()
@@ -574,7 +587,8 @@ def rewrite_metal_constructors(src: str) -> str:
         name = t.text
         nxt = toks[i + 1].text if i + 1 < len(toks) else ""
         prev = toks[i - 1].text if i else ";"
-        if name in types and nxt == "(" and prev in _EXPR_AFTER | {"::"}:
+        if name in types and nxt == "(" and prev in _EXPR_AFTER | {"::"} and \
+                not _declarator(toks, i + 1, prev in (";", "{", "}") or i == 0):
             first = i - 2 if prev == "::" and i >= 2 and toks[i - 2].text == "metal" else i
             ed.replace(toks[first].start, t.end, f"__kp::make<{name}>")
         elif name == "vec" and nxt == "<" and prev in _EXPR_AFTER | {"::"}:

@@ -15,7 +15,8 @@ from agent.chat.versions import metal_of
 from agent.llm import content_text, error_text, estimate_tokens, redact
 from agent.nodes.retrieve import kernel_text
 from agent.prompts import parse_reply
-from kb.search import search_home
+from kb.ready import ready_store
+from kb.search import search
 from runners.errors import KportError
 
 CHAT_SYSTEM = """You are kport's porting assistant: you help a kernel engineer port a CUDA
@@ -48,13 +49,14 @@ def offline_text(session: str, offline_flag: bool) -> str:
 
 
 def kb_hits(question: str, settings) -> tuple[list, str]:
-    """(hits, note) from the knowledge base for ``question``; no hits and a note saying why
-    when there is no KB."""
+    """(hits, note) from the knowledge base for ``question`` (built on first use); no hits and
+    a note saying why when there is no KB and none can be built."""
     try:
-        hits = search_home(settings, question, k=KB_HITS)
+        store, built = ready_store(settings)
+        hits = search(store, question, k=KB_HITS, cache_root=settings.home / "cache")
     except KportError as err:
         return [], f"no knowledge-base search: {err}"
-    return hits, f"{len(hits)} knowledge-base hit(s)"
+    return hits, (f"{built}; " if built else "") + f"{len(hits)} knowledge-base hit(s)"
 
 
 def _context(state: dict, hits: list) -> str:

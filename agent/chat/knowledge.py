@@ -1,5 +1,5 @@
 """Commands that read the knowledge: /rules (the concept rules, exact), /analogues and /search
-(the knowledge base, hybrid retrieval; docs/kb.md)."""
+(the knowledge base, hybrid retrieval, built on first use; docs/kb.md)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from types import SimpleNamespace
 from agent.chat.state import load_case_of, need_kernel, split_args
 from agent.nodes.retrieve import analogues, kernel_text
 from kb.concepts import load_rules
-from kb.search import search_home
+from kb.ready import ready_store
+from kb.search import search
 from kb.store import COLLECTIONS
 from runners.errors import KportError
 
@@ -72,7 +73,11 @@ def cmd_search(state, args, ctx, say) -> dict:
     kind = opts.get("--kind")
     if kind is not None and kind not in COLLECTIONS:
         raise KportError(f"--kind {kind}: one of {', '.join(COLLECTIONS)}")
-    hits = search_home(ctx.settings, " ".join(pos), kinds=[kind] if kind else None, k=8)
+    store, built = ready_store(ctx.settings)
+    if built:
+        say(built)
+    hits = search(store, " ".join(pos), kinds=[kind] if kind else None, k=8,
+                  cache_root=ctx.settings.home / "cache")
     if not hits:
         say("nothing found")
     for i, h in enumerate(hits, 1):

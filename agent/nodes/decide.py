@@ -1,26 +1,41 @@
 """decide: what to do with the candidate just checked. Porting: a correct one is accepted (and,
 with an LLM and budget, becomes the root of the optimisation tree); an incorrect one is repaired
-(LLM: diagnostics and fix rules fed back; offline: a mechanical fix from agent.repairs, if one
-applies) or the run stops, saying why. Optimising: the candidate joins the tree as scored or
-rejected, and the search goes on while the budgets and untried actions last.
+(LLM: diagnostics and fix rules, matched by pattern and retrieved from the KB, fed back;
+offline: a mechanical fix from agent.repairs, if one applies) or the run stops, saying why.
+Optimising: the candidate joins the tree as scored or rejected, and the search goes on while
+the budgets and untried actions last.
 """
 
 from __future__ import annotations
 
 from agent.nodes.bench import perf_lints
 from agent.nodes.optimise import applicable, better, next_expansion
-from agent.repairs import diagnosis_ids, mechanical_repair
+from agent.repairs import diagnosis_ids, mechanical_repair, repair_id
 from agent.state import budget_stop
 from corpus.candidate import Candidate
-from kb.fixes import load_fixes
+from kb.fix_search import merged_fixes, retrieve_fixes
+from kb.store import KBStore
+from runners.errors import KportError
+from runners.settings import load_settings
 
 ACCEPTED = "accepted: correct at every size set and seed"
+MAX_FIXES = 4
 
 
-def _fixes(ids: list[str]) -> list[dict]:
-    by_id = {r.id: r for r in load_fixes()}
-    return [{"id": i, "title": by_id[i].title, "fix": by_id[i].fix} for i in ids
-            if i in by_id][:4]
+def fix_rules(ctx, feedback: list[str], ids: list[str]) -> list[dict]:
+    """The fix rules for a failure: those the diagnoses ``ids`` name (pattern matches and
+    lints), then those retrieval over the KB's fix rules finds for ``feedback`` (kb/fix_search);
+    each says ``via`` which. Without a KB (or with --no-kb) the patterns alone."""
+    retrieved = []
+    if ctx.use_kb:
+        settings = load_settings()
+        try:
+            if settings.chroma_url or (settings.kb_dir / "chroma.sqlite3").is_file():
+                retrieved = retrieve_fixes(KBStore.from_settings(settings), feedback,
+                                           settings.home / "cache")
+        except KportError:
+            retrieved = []  # the retrieve node already said why the KB is not there
+    return merged_fixes([], retrieved, limit=MAX_FIXES, extra_ids=ids)
 
 
 def _record(cand: Candidate, bench: dict, check: dict) -> dict:
@@ -61,14 +76,13 @@ def _port_phase(state, ctx) -> dict:
                 "(shapes, sizes, values, --shared-mem) and run again"}
     lints = [] if cand.error else perf_lints(cand, dict(ctx.case.sizes), ctx.chip)
     ids = diagnosis_ids(fb, lints)
-    update = {"feedback": fb, "fixes": _fixes(ids)}
+    update = {"feedback": fb, "fixes": fix_rules(ctx, fb, ids)}
     stop = budget_stop(state, ctx)
     if stop:
         return {**update, "decision": "stop", "stop_reason": stop}
     if ctx.llm is not None:
         return {**update, "decision": "repair"}
-    tried = {a["origin"].removeprefix("repair:") for a in state.get("attempts", [])
-             if a["origin"].startswith("repair:")}
+    tried = {repair_id(a["origin"]) for a in state.get("attempts", [])} - {None}
     fixed = mechanical_repair(cand, ctx.case, ids, tried)
     if fixed is not None:
         return {**update, "decision": "repair", "pending": fixed[0].model_dump()}

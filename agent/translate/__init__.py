@@ -151,7 +151,7 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
         src = msl_names.rename(src, renames)
         kernel = msl_names.rename_spec(kernel, renames)
         roles = {renames.get(k, k): v for k, v in roles.items()} if roles else roles
-    info = analyze_kernel(src, kernel, where, roles, strict, flatten=True)
+    info = analyze_kernel(src, kernel, where, roles, strict, flatten=True, origin=origin)
     table = load_rewrites()
     ctx = Context(table=table, constructs=constructs())
     ctx.device_ptrs = {p.name for p in info.params if p.pointer}
@@ -176,6 +176,7 @@ def translate_kernel(src: str, kernel: str, *, roles: dict[str, str] | None = No
     ctx.hoisted_locals = {(f, local): p for p, (f, local, _, _) in info.hoisted.items()}
     ctx.tg_params = {fn: set(ix) for fn, ix in info.threadgroup_params.items()}
     ctx.thread_params = {fn: set(ix) for fn, ix in info.thread_params.items()}
+    ctx.read_params = {fn: set(ix) for fn, ix in info.read_params.items()}
     ctx.wide = {p.name for p in info.params if p.pointer and p.type in WIDE_INTS}
     root = info.kernel_node
     while root.parent is not None:
@@ -320,7 +321,7 @@ def cuda_closure(src: str, kernel: str, *, where: str = "<source>",
     translate_kernel). A self-contained file that compiles as the kernel does in its tree,
     without the host code around it and the host libraries that code needs. Qualifier-only
     macros (``GGML_RESTRICT``) are left out, as the translator reads them."""
-    info = analyze_kernel(src, kernel, where, strict=False)
+    info = analyze_kernel(src, kernel, where, strict=False, origin=origin)
     parts = []
     for node in sorted([*info.header_nodes, info.kernel_outer], key=lambda n: n.start_byte):
         line, file = _origin(node.start_point[0] + 1, origin)

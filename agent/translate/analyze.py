@@ -14,7 +14,8 @@ from agent.translate.atomics import WIDE_INTS, view_cast
 from agent.translate.closure import header_nodes
 from agent.translate.cub import THREAD_INDEX as CUB_THREAD_INDEX
 from agent.translate.cub import data_effects as cub_data_effects
-from agent.translate.cub import needs_thread_index
+from agent.translate.cub import needs_thread_index, temp_storage_params
+from agent.translate.dead_branches import prune as prune_dead_branches
 from agent.translate.flow import (
     call_effects,
     callee_name,
@@ -22,6 +23,7 @@ from agent.translate.flow import (
     param_effects,
     thread_params,
 )
+from agent.translate.host_functions import host_function_error
 from agent.translate.inplace import pointer_locals
 from agent.translate.macro_calls import expand_macro_calls
 from agent.translate.macros import (
@@ -112,6 +114,7 @@ class KernelInfo:
     # helpers' __shared__ arrays, declared in the kernel and passed in (_hoisted_shared)
     hoisted: dict[str, tuple[str, str, str, str]] = field(default_factory=dict)
     thread_params: dict[str, set[int]] = field(default_factory=dict)  # fn -> thread ptr params
+    read_params: dict[str, set[int]] = field(default_factory=dict)  # fn -> never-written ptrs
 
 
 PARAMETER_NODES = ("parameter_declaration", "optional_parameter_declaration")
@@ -366,10 +369,13 @@ def _template(outer: Node, spec_args: list[str], data: bytes, where: str,
 
 
 def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | None = None,
-                   strict: bool = True, flatten: bool = False) -> KernelInfo:
+                   strict: bool = True, flatten: bool = False,
+                   origin: list[tuple[str, int]] | None = None) -> KernelInfo:
     """Everything the emitter needs about ``kernel`` in ``src``; TranslateError when it is not
-    there. ``flatten``: a struct parameter's pointer fields become buffer parameters of their
-    own (pointer_fields.py; what the translator needs, not the CUDA closure)."""
+    there (a host function's: host_functions.py, at its line by ``origin``). ``flatten``: a
+    struct parameter's pointer fields become buffer parameters of their own (pointer_fields.py)
+    and the ``if constexpr`` branches the instantiation never takes are dropped
+    (dead_branches.py): what the translator needs, not the CUDA closure."""
     data = blank_qualifier_macros(expand_unbalanced_macros(expand_macro_calls(src))).encode()
     root = parse(data, "cuda")
     name, spec_args = template_parts(kernel)
@@ -377,11 +383,19 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
     if name not in funcs:
         kernels = sorted(n for n, (f, _) in funcs.items() if "__global__" in _text(f, data)
                          .split("(")[0])
-        raise TranslateError(f"{where}: no kernel named {name!r}; kernels here: "
+        raise TranslateError(host_function_error(root, data, name, where, kernels, origin)
+                             or f"{where}: no kernel named {name!r}; kernels here: "
                              f"{', '.join(kernels) or 'none'}")
     kfn, kouter = select_kernel(root, data, name, spec_args, where, kernel) or funcs[name]
     params = _params(kfn, data)
     template = _template(kouter, spec_args, data, where, strict)
+    if flatten:  # the translator's: `if constexpr` branches this instantiation never takes
+        pruned = prune_dead_branches(data, root, kfn, _spelled_bindings(kouter, spec_args, data),
+                                     template)
+        if pruned != data:
+            data, root = pruned, parse(pruned, "cuda")
+            funcs = _functions(root, data)
+            kfn, kouter = select_kernel(root, data, name, spec_args, where, kernel) or funcs[name]
     # struct parameters read before any flattening: pointer fields are still pointers there
     structs, struct_problems = _struct_params(root, data, params, {n for n, _ in template})
     flats, flat_problems = [], {}
@@ -426,6 +440,8 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
                                                      ("reference_declarator",)).items()}
     info = KernelInfo(data, name, kfn, kouter, params, {}, {}, [], [], [], [], [],
                       template, notes=void_notes)
+    info.read_params = {f: {i for i, e in effects[f].items() if not e.writes} for f in order
+                        if f in effects}
     written: dict[str, int] = {}
     read: dict[str, int] = {}  # the first place each is read (a byte offset)
 
@@ -566,6 +582,7 @@ def analyze_kernel(src: str, kernel: str, where: str, roles: dict[str, str] | No
                 info.split_params.setdefault(fname, set()).add(i)
     info.split_params = nested_splits(info.split_params, funcs, data, writes_through)
     refs = _mutable_params(callee_nodes, data, ("reference_declarator",))
+    refs = {f: ix - temp_storage_params(callee_nodes[f][0], data) for f, ix in refs.items()}
     info.ref_params = {f: ix for f, ix in refs.items() if ix}
     info.split_params = {f: ix - info.ref_params.get(f, set())
                          for f, ix in info.split_params.items()}

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import re
 
+from agent.translate.tree import _walk
 from kb.concepts import metal_library
 
 LIBRARY = "kport_cub"
@@ -97,6 +98,18 @@ def data_effects(body: str, src: str) -> list[tuple[str, int, bool]]:
     return out
 
 
+def temp_storage_params(fn, data: bytes) -> set[int]:
+    """The indexes of function definition ``fn``'s ``X::TempStorage&`` parameters (mamba's
+    ``load_input(..., typename Ktraits::BlockLoadT::TempStorage &smem_load, ...)``): threadgroup
+    references in Metal, bound to the caller's shared memory itself, never to a copy."""
+    decl = next((n for n in _walk(fn) if n.type == "function_declarator"), None)
+    plist = decl.child_by_field_name("parameters") if decl is not None else None
+    params = [p for p in (plist.named_children if plist is not None else [])
+              if p.type in ("parameter_declaration", "optional_parameter_declaration")]
+    return {i for i, p in enumerate(params) if re.search(
+        r"::\s*TempStorage\s*&", data[p.start_byte:p.end_byte].decode(errors="replace"))}
+
+
 def _first_argument(args: str) -> str:
     """A call's argument text from its first argument's variable on: casts and parentheses
     taken off (``reinterpret_cast<vec_t*>(out + k), items`` -> ``out + k), items``)."""
@@ -128,8 +141,11 @@ def pass_thread_index(text: str, src: str) -> tuple[str, list[str]]:
         pos = close
     out.append(text[pos:])
     text = "".join(out)
-    text = re.sub(r"reinterpret_cast<\s*(?!threadgroup\b)((?:typename\s+)?[\w:<>,\s]*?"
-                  r"::TempStorage)\s*&\s*>", r"reinterpret_cast<threadgroup \1&>", text)
+    # a TempStorage lives in threadgroup memory, even viewed through a helper's reference
+    # parameter, which a cast of a function's own memory would call `thread`
+    text = re.sub(r"reinterpret_cast<\s*(?:thread\s+)?(?!threadgroup\b)((?:typename\s+)?"
+                  r"[\w:<>,\s]*?::TempStorage)\s*&\s*>", r"reinterpret_cast<threadgroup \1&>",
+                  text)
     return text, unmapped
 
 

@@ -24,6 +24,7 @@ from agent.translate.folding import Value, constexpr_values, fold
 from agent.translate.helpers import HELPERS
 from agent.translate.inplace import InPlace
 from agent.translate.param_spaces import HelperParamSpaces
+from agent.translate.ref_args import RefArguments, declares_reference
 from agent.translate.shared_align import aligned_shared
 from agent.translate.thread_casts import declarator_kinds, in_thread_memory
 from kb.rewrites import RewriteTable
@@ -71,6 +72,8 @@ class Context:
     hoisted_locals: dict[tuple[str, str], str] = field(default_factory=dict)  # (fn, local) ->
     tg_params: dict[str, set[int]] = field(default_factory=dict)  # fn -> threadgroup ptr params
     thread_params: dict[str, set[int]] = field(default_factory=dict)  # fn -> thread ptr params
+    # fn -> pointer params it never writes: `const device`, which takes inputs and outputs
+    read_params: dict[str, set[int]] = field(default_factory=dict)
     smem_sizes: dict[str, str] = field(default_factory=dict)  # extern shared name -> size expr
     helpers: set[str] = field(default_factory=set)  # HELPERS the header must define
     mapped: Counter = field(default_factory=Counter)
@@ -86,7 +89,7 @@ class Context:
     kernel_constants: dict[str, Value] = field(default_factory=dict)
 
 
-class Emitter(AtomicRewrites, InPlace, HelperParamSpaces):
+class Emitter(AtomicRewrites, InPlace, HelperParamSpaces, RefArguments):
     def __init__(self, data: bytes, ctx: Context, in_kernel: bool):
         self.data, self.ctx, self.in_kernel = data, ctx, in_kernel
         self.replaced: dict[tuple[int, int], str] = {}  # (start, end byte) -> Metal text
@@ -146,8 +149,10 @@ class Emitter(AtomicRewrites, InPlace, HelperParamSpaces):
         member is a TODO (MSL has no std); a user's own namespace stays."""
         member = re.split(r"[<:\s]", self.text(node.next_named_sibling), maxsplit=1)[0]
         rewrite = self.ctx.table.scoped.get(f"{scope}::{member}")
-        if rewrite is not None:
+        if rewrite is not None and (scope == "std" or scope not in self.ctx.known):
             self._mapped(f"{scope}::{member}", rewrite.rule)
+            if rewrite.to in HELPERS:  # a host library's type kport carries (kport_c10)
+                self.ctx.helpers.add(rewrite.to)
             return rewrite.to
         if scope == "cub" and scope not in self.ctx.known:  # kport's CUB in Metal (cub.py)
             if member in CUB_MEMBERS:
@@ -365,40 +370,6 @@ class Emitter(AtomicRewrites, InPlace, HelperParamSpaces):
                     or base in self.ctx.constructs or base in table.call_names()
                     or base in table.idents or base in table.atomics)
 
-    def _ref_temps(self, call: Node) -> str | None:
-        """``f(v.x, y[i]);`` with f taking ``float&``: Metal binds no reference to a vector
-        element, and a thread reference not to device memory, so pass temporaries and write
-        them back: ``{ auto kp0 = v.x; ...; f(kp0, ...); v.x = kp0; }``."""
-        fn = call.child_by_field_name("function")
-        if fn is None:
-            return None
-        refs = self.ctx.ref_params.get(self.text(fn).split("<")[0], set())
-        args = self._args(call)
-        picked = [i for i in sorted(refs) if i < len(args) and self._needs_temp(args[i])]
-        if not picked:
-            return None
-        pre, post, parts = [], [], []
-        for i, a in enumerate(args):
-            if i in picked:
-                tmp = f"kp_ref{i}"
-                pre.append(f"auto {tmp} = {self._read_version(a)};")
-                post.append(f"{self._plain_out(a)} = {tmp};")
-                parts.append(tmp)
-            else:
-                parts.append(self.emit(a))
-        base = self.text(fn).split("<")[0]
-        extra = self.ctx.extra_params.get(base, [])
-        return (f"{{ {' '.join(pre)} {self.emit(fn)}({', '.join(parts + extra)}); "
-                f"{' '.join(post)} }}")
-
-    def _needs_temp(self, arg: Node) -> bool:
-        if arg.type == "field_expression":
-            f = arg.child_by_field_name("field")
-            if f is not None and self.text(f) in ("x", "y", "z", "w", "r", "g", "b", "a"):
-                return True
-        root = self._root_name(arg)
-        return root in (set(self.ctx.inout) | self.ctx.device_ptrs | self.ctx.shared)
-
     def _read_version(self, node: Node) -> str:
         saved = self.ctx.inout
         self.ctx.inout = {k: 1 << 62 for k in saved}  # every use reads the input
@@ -467,7 +438,7 @@ class Emitter(AtomicRewrites, InPlace, HelperParamSpaces):
                 self._declared(node) & self.ctx.atomic:
             return self._shared_atomic(node)
         if node.type in PARAMETER_NODES and not self.in_kernel and \
-                _declares_reference(node) and not _has_space(self.text(node)):
+                declares_reference(node) and not _has_space(self.text(node)):
             # helper references are bound to thread-local values (device ones go through
             # temporaries: _ref_temps); a CUB TempStorage lives in threadgroup memory
             space = "threadgroup" if "::TempStorage" in text else "thread"
@@ -535,8 +506,10 @@ class Emitter(AtomicRewrites, InPlace, HelperParamSpaces):
             # must keep the spaces of the template it specialises
             if idx in self.ctx.thread_params.get(self._enclosing_fn(node, bare=True), set()):
                 return "thread"
-            return "const device" if "const" not in text.split() and \
-                idx in self.ctx.split_params.get(fn, set()) else "device"
+            return "const device" if "const" not in text.split() and (
+                idx in self.ctx.split_params.get(fn, set()) or
+                idx in self.ctx.read_params.get(self._enclosing_fn(node, bare=True), set())) \
+                else "device"
         operand = _initializer(node)
         if node.type == "type_descriptor":
             p = node.parent
@@ -769,11 +742,6 @@ def _in_function_body(node: Node) -> bool:
     while p is not None and p.type != "function_definition":
         p = p.parent
     return p is not None
-
-
-def _declares_reference(node: Node) -> bool:
-    """Is this parameter a reference (``float& v``, ``const int &i``)?"""
-    return any(c.type == "reference_declarator" for c in node.children)
 
 
 def _initializer(node: Node) -> Node | None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from tree_sitter import Node
 
+from agent.translate.cub import data_effects as cub_data_effects
 from agent.translate.tree import _device_code, _fn_name, _text, _walk
 from kb.rewrites import load_rewrites
 
@@ -87,11 +88,11 @@ def accesses(body: Node, data: bytes, names: dict[str, bool],
     ``summaries`` by its summary; an atomic or a CUDA call the rewrite table maps as a read;
     another function kport cannot see into as a read and, unless const, a write."""
     owner = {n: n for n in names}
-    for n in _walk(body):  # views, in source order (a view of a view too)
+    for n in _walk(body):  # views, in source order (a view of a view too; `auto p = x + k`)
         if n.type == "init_declarator" and \
                 (d := n.child_by_field_name("declarator")) is not None and \
-                d.type == "pointer_declarator" and \
-                (r := root_name(n.child_by_field_name("value"), data)) in owner:
+                (d.type == "pointer_declarator" or d.type == "identifier" and _auto(n, data)) \
+                and (r := root_name(n.child_by_field_name("value"), data)) in owner:
             ids = [x for x in _walk(d) if x.type == "identifier"]
             if ids:
                 owner[_text(ids[0], data)] = owner[r]
@@ -145,9 +146,21 @@ def accesses(body: Node, data: bytes, names: dict[str, bool],
                     read(r, n.start_byte if e.read_first else n.end_byte)
                 if e.writes:
                     write(r, n.end_byte)
+    # CUB's Load and Store, found on the text (cub.py): `BlockStoreT(s).Store(out, ...)` parses
+    # as a broken declaration, whose arguments no walk of the tree sees (mamba's store_output)
+    for r, end, stores in cub_data_effects(data[body.start_byte:body.end_byte].decode("latin-1"),
+                                           data.decode("latin-1")):
+        if r in owner:
+            (write if stores else read)(r, body.start_byte + end)
     return {p: Effect(p in reads, p in writes,
                       p in reads and reads[p] < writes.get(p, body.end_byte + 1))
             for p in names}
+
+
+def _auto(init: Node, data: bytes) -> bool:
+    """Whether the declaration of ``init`` (an init declarator) has type ``auto``."""
+    ty = init.parent.child_by_field_name("type") if init.parent is not None else None
+    return ty is not None and _text(ty, data).strip() == "auto"
 
 
 def param_effects(root: Node, data: bytes, names: set[str]) -> dict[str, dict[int, Effect]]:

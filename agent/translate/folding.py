@@ -11,10 +11,14 @@ emitter keeps the branch this instantiation takes.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from tree_sitter import Node
 
 Value = int | bool
+# what a caller knows beyond literals and ``constants``: the value of a node fold cannot read
+# itself (a traits class's member `Ktraits::kIsEvenLen`, `std::is_same_v<T, float>`: traits.py)
+Lookup = Callable[[Node], "Value | None"]
 
 # a signed integer literal (`-2` is one literal to tree-sitter); an unsigned one is not folded
 _INT = re.compile(r"(-?)(0[xX][0-9a-fA-F]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)[lL]*")
@@ -31,11 +35,21 @@ _BINARY = {
 }
 
 
-def fold(node: Node | None, data: bytes, constants: dict[str, Value]) -> Value | None:
-    """The value of the C++ expression ``node`` when it is known at port time (literals and
-    the names of ``constants``); None otherwise (a runtime value, a float, a call)."""
+def fold(node: Node | None, data: bytes, constants: dict[str, Value],
+         lookup: Lookup | None = None) -> Value | None:
+    """The value of the C++ expression ``node`` when it is known at port time (literals, the
+    names of ``constants``, and what ``lookup`` knows); None otherwise (a runtime value, a
+    float, a call)."""
     if node is None:
         return None
+    value = _fold(node, data, constants, lookup)
+    if value is None and lookup is not None:
+        value = lookup(node)
+    return value
+
+
+def _fold(node: Node, data: bytes, constants: dict[str, Value],
+          lookup: Lookup | None) -> Value | None:
     t = node.type
     text = data[node.start_byte:node.end_byte].decode(errors="replace")
     if t in ("true", "false"):
@@ -49,9 +63,9 @@ def fold(node: Node | None, data: bytes, constants: dict[str, Value]) -> Value |
     if t == "identifier":
         return constants.get(text)
     if t == "parenthesized_expression" and len(node.named_children) == 1:
-        return fold(node.named_children[0], data, constants)
+        return fold(node.named_children[0], data, constants, lookup)
     if t == "unary_expression":
-        value = fold(node.child_by_field_name("argument"), data, constants)
+        value = fold(node.child_by_field_name("argument"), data, constants, lookup)
         op = node.child_by_field_name("operator")
         op = data[op.start_byte:op.end_byte].decode() if op is not None else ""
         if value is None:
@@ -61,26 +75,27 @@ def fold(node: Node | None, data: bytes, constants: dict[str, Value]) -> Value |
     if t == "binary_expression":
         op_node = node.child_by_field_name("operator")
         op = data[op_node.start_byte:op_node.end_byte].decode() if op_node is not None else ""
-        left = fold(node.child_by_field_name("left"), data, constants)
+        left = fold(node.child_by_field_name("left"), data, constants, lookup)
         if op in ("&&", "||"):
             if left is not None and bool(left) == (op == "||"):
                 return op == "||"  # decided by the left side, as C++ stops there
-            right = fold(node.child_by_field_name("right"), data, constants)
+            right = fold(node.child_by_field_name("right"), data, constants, lookup)
             return None if left is None or right is None else bool(right)
-        right = fold(node.child_by_field_name("right"), data, constants)
+        right = fold(node.child_by_field_name("right"), data, constants, lookup)
         if left is None or right is None or op not in _BINARY:
             return None
         return _BINARY[op](int(left), int(right))
     if t == "conditional_expression":
-        cond = fold(node.child_by_field_name("condition"), data, constants)
+        cond = fold(node.child_by_field_name("condition"), data, constants, lookup)
         if cond is None:
             return None
         return fold(node.child_by_field_name("consequence" if cond else "alternative"), data,
-                    constants)
+                    constants, lookup)
     return None
 
 
-def constexpr_values(scope: Node, data: bytes, constants: dict[str, Value]) -> dict[str, Value]:
+def constexpr_values(scope: Node, data: bytes, constants: dict[str, Value],
+                     lookup: Lookup | None = None) -> dict[str, Value]:
     """``constants`` plus every ``constexpr`` integer or bool that ``scope`` declares with a
     value that folds (``constexpr bool use_shared = NCOLS > 0;``), in order. A name declared
     again (twice with different values, or once more as a variable or parameter) is left out:
@@ -103,7 +118,8 @@ def constexpr_values(scope: Node, data: bytes, constants: dict[str, Value]) -> d
                 if name is None:
                     continue
                 key = _text(name, data)
-                got = fold(d.child_by_field_name("value"), data, out) if constexpr else None
+                got = fold(d.child_by_field_name("value"), data, out, lookup) if constexpr \
+                    else None
                 if got is None or key in shadowed or (key in out and out[key] != got):
                     shadowed.add(key)
                     out.pop(key, None)

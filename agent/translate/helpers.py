@@ -72,5 +72,8 @@ inline T kport_shfl_down_w(T v, ushort d, ushort w, ushort lane) {
 }"""
 # CUB's block and warp collectives (agent/translate/cub.py maps cub:: onto them)
 HELPERS["kport_cub"] = metal_library("kport_cub")
+# PyTorch's c10::complex (a host library's type) with its layout and arithmetic (rewrites.toml's
+# [[scoped]] c10::complex)
+HELPERS["kport_c10"] = metal_library("kport_c10")
 # wmma fragments as 8x8 simdgroup_matrix tiles (agent/translate/wmma.py maps wmma:: onto it)
 HELPERS["kport_wmma"] = metal_library("kport_wmma")

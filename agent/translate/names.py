@@ -1,9 +1,10 @@
 """Names a CUDA kernel may use that its Metal port may not: an MSL keyword (``kernel``,
-``device``, ``half`` ...) and, in the kernel's own scope, a name MLX's generated signature
-declares (an attribute such as ``grid_size``, an input's ``x_shape``). Each such name the
-source declares is renamed in the whole source before translation (``kernel`` ->
-``kernel_kp``); the Translation then speaks of its arguments by their CUDA names again and
-carries ``names`` (CUDA argument -> the Metal buffer name) for the launch."""
+``device``, ``half`` ...), a name MLX's prelude declares (``complex_t``, ``Limits``) and, in
+the kernel's own scope, a name MLX's generated signature declares (an attribute such as
+``grid_size``, an input's ``x_shape``). Each such name the source declares is renamed in the
+whole source before translation (``kernel`` -> ``kernel_kp``); the Translation then speaks of
+its arguments by their CUDA names again and carries ``names`` (CUDA argument -> the Metal
+buffer name) for the launch."""
 
 from __future__ import annotations
 
@@ -25,6 +26,13 @@ MSL_WORDS = frozenset(KEYWORDS | {"vertex", "fragment", "threadgroup_imageblock"
 # a body variable of the same name would declare it twice.
 SIGNATURE_WORDS = frozenset(name for name, _ in ATTRIBUTES)
 _SHAPE_SUFFIXES = ("_shape", "_strides", "_ndim")
+# Names MLX's metal_kernel prelude declares at file scope (mlx-metal-kernel.md "Prelude":
+# mlx/backend/metal/kernels/utils.h, complex.h, bf16.h, logging.h): a source's own type or
+# variable of the same name (mamba's `using complex_t = c10::complex<float>`) would be
+# declared twice in the port
+PRELUDE_WORDS = frozenset({"float16_t", "bfloat16_t", "WorkPerThread", "Limits",
+                           "LoopedElemToLoc", "ConditionalType", "complex_t", "is_complex_v",
+                           "is_lane_convertible_v", "complex32_t", "complex64_t", "mlx"})
 # MSL words CUDA code also uses undeclared, as types (cuda_fp16's half, glibc's uint): one is
 # the user's name only where a declaration of it is in scope
 _TYPE_WORDS = frozenset({"half", "bfloat", "uint", "ushort", "uchar"})
@@ -73,14 +81,14 @@ def _declares(n: Node) -> bool:
 
 def plan(src: str) -> dict[str, str]:
     """CUDA name -> its Metal name, for each name ``src`` declares that the port cannot keep:
-    an MSL word, and (declared as a variable or function) an MLX signature name or
-    ``P_shape``/``P_strides``/``P_ndim`` of a pointer or scalar parameter ``P``. The new name
-    (``kernel_kp``) is one the source does not declare."""
+    an MSL word or a name MLX's prelude declares, and (declared as a variable or function) an
+    MLX signature name or ``P_shape``/``P_strides``/``P_ndim`` of a pointer or scalar parameter
+    ``P``. The new name (``kernel_kp``) is one the source does not declare."""
     data = src.encode()
     root = parse(data, "cuda")
     types, values = _declared(root, data)
     taken = types | values
-    bad = {n for n in taken if n in MSL_WORDS}
+    bad = {n for n in taken if n in MSL_WORDS or n in PRELUDE_WORDS}
     bad |= {n for n in values if n in SIGNATURE_WORDS or any(
         n.endswith(s) and n[:-len(s)] in values for s in _SHAPE_SUFFIXES)}
     out = {}

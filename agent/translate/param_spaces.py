@@ -1,7 +1,8 @@
 """The memory a helper's local pointer points into when it is made from the helper's own
 pointer parameters: ``const scalar_t* cos_ptr = cache_ptr;`` in vLLM's
 ``apply_rotary_embedding`` and ``reinterpret_cast<uint4*>(dst)`` in DeepSpeed's
-``store_global`` take the space the parameter was given (device, threadgroup or thread).
+``store_global`` take the space the parameter was given (device, threadgroup or thread), and
+its const where the helper never writes through it (mamba's ``load_input``).
 Parameters shadow the kernel's names, so they are asked first."""
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ class HelperParamSpaces:
         if plist is None:
             return None
         split = self.ctx.split_params.get(self._enclosing_fn(node) or "", set())
+        read = self.ctx.read_params.get(self._enclosing_fn(node, bare=True) or "", set())
         params = [p for p in plist.named_children if p.type in PARAMETER_NODES]
-        spaces = set()
+        spaces, written = set(), False
         for i, p in enumerate(params):
             ids = [n for n in _walk(p.child_by_field_name("declarator") or p)
                    if n.type == "identifier"]
@@ -42,4 +44,11 @@ class HelperParamSpaces:
             if i in split:
                 return None
             spaces.add((self._space_for(p) or "").removeprefix("const ").strip())
-        return spaces.pop() if len(spaces) == 1 and "" not in spaces else None
+            written |= i not in read
+        if len(spaces) != 1 or "" in spaces:
+            return None
+        space = spaces.pop()
+        # a view of parameters the helper never writes (`reinterpret_cast<vec_t*>(u)` of a
+        # `const device` u) is const too: Metal refuses a cast that drops const
+        return f"const {space}" if space == "device" and not written and \
+            "const" not in self.text(node).split() else space

@@ -140,12 +140,13 @@ def missing_space_problems(toks: list[Token], file: str, extra_types=()) -> list
         if t.text not in ("*", "&") or not k or not _type_ends_at(toks, k - 1, types,
                                                                     templates):
             continue
-        j, found, deduced, operator = k - 1, False, False, False
+        j, found, deduced, operator, named = k - 1, False, False, False, set()
         while j >= 0 and toks[j].text not in _STOPS:
             if toks[j].text == ">":
                 open_ = _open_angle(toks, j)
                 j = open_ if open_ >= 0 else j
             found |= toks[j].text in SPACES
+            named |= {toks[j].text} & SPACES
             deduced |= toks[j].text in ("auto", "decltype")
             operator |= toks[j].kind == "punct" and toks[j].text not in ("::", "<", ">")
             j -= 1
@@ -154,6 +155,11 @@ def missing_space_problems(toks: list[Token], file: str, extra_types=()) -> list
         if j >= 0 and toks[j].text in ("*", "&") and not found:
             # `T* device* p`: the words after the first `*` qualify its pointee
             found = any(x.text in SPACES for x in toks[j + 1:k])
+        if len(named) > 1:  # `threadgroup thread T&`: clang's "multiple address spaces"
+            out.append(Problem(file, t.line, "address-space", "multiple address spaces "
+                               f"specified for type ({' and '.join(sorted(named))}): a pointer "
+                               "or reference names one"))
+            continue
         if not found and not deduced:
             kind = "pointer" if t.text == "*" else "reference"
             out.append(Problem(file, t.line, "address-space", f"{kind} type must have explicit "

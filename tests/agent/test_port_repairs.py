@@ -44,14 +44,36 @@ def test_diagnoses_come_from_fix_rules_lints_and_the_comparison():
     assert ids[-1] == "check.unwritten_output"
 
 
-def test_offline_agent_stops_and_says_why_when_no_repair_applies(port_ctx):
+def test_offline_agent_stops_and_says_why_when_no_repair_applies(port_ctx, tmp_path):
+    import shutil
+
     from agent.session import new_thread_id, run_port
-    from corpus.cases import discover
+    from corpus.cases import discover, load_case
     from runners.settings import load_settings
 
-    case = discover(ids=["039"])[0]  # the draft needs 41 KB of threadgroup memory
+    # corpus 039 (41 KB of threadgroup memory) with K still read where V is: no tile's storage
+    # is free for V (agent/restage.py refuses), and no tiling parameter fits it (retile)
+    original = discover(ids=["039"])[0].folder
+    folder = shutil.copytree(original, tmp_path / original.name)
+    src = (folder / "kernel.cu").read_text()
+    read = "const float p = Ps[warp * kRows + r][j];"
+    assert read in src
+    (folder / "kernel.cu").write_text(src.replace(
+        read, "const float p = Ps[warp * kRows + r][j] + 0.0f * Ks[j][0];"))
+    case = load_case(folder)
     v = run_port(port_ctx(case=case), load_settings(), new_thread_id(case.cuda.kernel)).values
     assert v["decision"] == "reject" and len(v["attempts"]) == 1
     assert v["stop_reason"].startswith("offline: no mechanical repair for:")
     assert "threadgroup memory" in v["stop_reason"]
     assert any(f["id"] == "run.threadgroup_memory_limit" for f in v["fixes"])
+
+
+def test_a_repair_with_a_detail_is_known_as_tried():
+    """An attempt's origin ``repair:<id> (what it did)`` names the repair by its id, so the
+    offline agent never tries the same repair twice."""
+    from agent.repairs import repair_id
+
+    assert repair_id("repair:run.threadgroup_memory_limit (NITEMS 4 -> 2)") == (
+        "run.threadgroup_memory_limit")
+    assert repair_id("repair:tgmem.over_limit") == "tgmem.over_limit"
+    assert repair_id("translate") is None

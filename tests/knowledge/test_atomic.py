@@ -1,6 +1,7 @@
 """The knowledge base changes atomically (issue 21): a failed `kport kb import` leaves the store
 it found (or none) byte for byte, never an empty one; an empty store an older kport left says
-what to do instead of a traceback. Real CLI in a child process, private KPORT_HOME."""
+what to do instead of a traceback (`kb stats`), or is rebuilt on first use (`kport port`).
+Real CLI in a child process, private KPORT_HOME."""
 
 import hashlib
 import json
@@ -57,10 +58,9 @@ def test_importing_a_missing_file_into_no_kb_leaves_no_kb(tmp_path, cli):
     home = tmp_path / "home"
     clean(cli("kb", "import", "/nonexistent.jsonl", home=home))
     assert not (home / "kb").exists()
-    for args in (("kb", "search", "warp reduce"), ("kb", "stats")):
-        proc = cli(*args, home=home)
-        clean(proc)
-        assert "kport kb build" in proc.stderr
+    proc = cli("kb", "stats", home=home)  # `kb search` would build one (test_kb_ready.py)
+    clean(proc)
+    assert "kport kb build" in proc.stderr
 
 
 def test_failed_imports_leave_the_kb_as_it_was(home, export, tmp_path, cli):
@@ -86,23 +86,34 @@ def test_failed_imports_leave_the_kb_as_it_was(home, export, tmp_path, cli):
     assert _top(cli, home) == top
 
 
-def test_an_empty_store_of_an_older_kport_says_to_build(tmp_path, export, cli):
+def _older_empty_store(home: Path) -> None:
+    """What `kport kb import /nonexistent.jsonl` used to leave: a store with no chunk."""
     import chromadb
     from chromadb.config import Settings
 
-    home = tmp_path / "home"  # what `kport kb import /nonexistent.jsonl` used to leave
     chromadb.PersistentClient(path=str(home / "kb"), settings=Settings(anonymized_telemetry=False))
     assert (home / "kb" / "chroma.sqlite3").is_file()
-    proc = cli("kb", "search", "warp reduce", home=home)
+
+
+def test_an_empty_store_of_an_older_kport_says_to_build(tmp_path, export, cli):
+    home = tmp_path / "home"
+    _older_empty_store(home)
+    proc = cli("kb", "stats", home=home)
     clean(proc)
     assert "is empty" in proc.stderr and "kport kb build" in proc.stderr
-    proc = cli("port", str(ROOT / "corpus" / "cases" / "001_saxpy" / "kernel.cu"), "--kernel",
-               "saxpy", "--out", str(tmp_path / "pkg"), "--offline", home=home)
-    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
-    assert "no retrieval" in proc.stdout and "kport kb build" in proc.stdout
     assert cli("kb", "import", str(export), home=home).returncode == 0  # replaces the old one
     assert (home / "kb").is_symlink() and _top(cli, home)
     assert not [p for p in home.iterdir() if p.name.startswith(".kb.v-older")]
+
+
+def test_a_port_builds_over_an_empty_store_of_an_older_kport(tmp_path, cli):
+    home = tmp_path / "home"
+    _older_empty_store(home)
+    proc = cli("port", str(ROOT / "corpus" / "cases" / "001_saxpy" / "kernel.cu"), "--kernel",
+               "saxpy", "--out", str(tmp_path / "pkg"), "--offline", home=home)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert "built the knowledge base on first use" in proc.stdout, proc.stdout
+    assert (home / "kb").is_symlink() and _top(cli, home)
 
 
 def test_export_never_replaces_a_users_file(home, tmp_path, cli):

@@ -61,7 +61,7 @@ def test_stats_json(cli, built_home):
 
 
 @pytest.mark.parametrize("args,message", [
-    (("kb", "search", "x"), "no knowledge base at"),
+    (("kb", "stats"), "no knowledge base at"),  # `kb search` builds one on first use
     (("kb", "rules", "/nonexistent.cu"), "/nonexistent.cu: cannot read"),
     (("kb", "add", "/nonexistent-dir"), "no such file or folder"),
     (("kb", "import-llama-cpp", "/nonexistent.tar.gz"), "no such file or folder"),

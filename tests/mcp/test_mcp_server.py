@@ -76,6 +76,7 @@ def test_rules_translate_sim_and_check_through_the_protocol():
 
 def test_tool_errors_are_structured_not_tracebacks(tmp_path, monkeypatch):
     monkeypatch.setenv("KPORT_HOME", str(tmp_path / "empty-home"))
+    monkeypatch.setenv("KPORT_EMBED_MODEL", "no-such-embedding-model")  # no KB can be built
 
     async def calls(s):
         no_kb = _payload(await s.call_tool("kb_search", {"query": "softmax"}))
@@ -85,10 +86,41 @@ def test_tool_errors_are_structured_not_tracebacks(tmp_path, monkeypatch):
         return no_kb, no_kernel, bench
     no_kb, no_kernel, bench = run(calls)
     assert not no_kb["ok"] and "kport kb build" in no_kb["error"]["message"]
+    assert "cannot build the knowledge base" in no_kb["error"]["message"]
     assert not no_kernel["ok"] and "no kernel named 'b'" in no_kernel["error"]["message"]
     assert not bench["ok"] and "Apple Silicon" in bench["error"]["message"]
     for p in (no_kb, no_kernel, bench):
         assert "Traceback" not in json.dumps(p)
+
+
+@pytest.mark.slow  # builds the whole knowledge base on first use (tests/tiers.py)
+def test_kb_search_answers_like_the_cli(tmp_path, monkeypatch):
+    """Over a real stdio session: the KB is built on first use, and each hit comes with its
+    rank, calibrated score and answer; a CUDA query also says which of its lines each hit
+    concerns."""
+    monkeypatch.setenv("KPORT_HOME", str(tmp_path / "home"))
+    kernel = (ROOT / "corpus" / "cases" / "012_softmax_online" / "kernel.cu").read_text()
+
+    async def calls(s):
+        question = _payload(await s.call_tool("kb_search", {
+            "query": "how do I port __shfl_down_sync", "kinds": ["rules"], "k": 8}))
+        code = _payload(await s.call_tool("kb_search", {"query": kernel, "k": 4,
+                                                        "kinds": ["analogues"]}))
+        return question, code
+    question, code = run(calls)
+    assert question["ok"] and question["note"].startswith("built the knowledge base")
+    hits = question["hits"]
+    assert [h["rank"] for h in hits] == list(range(1, 9))
+    assert all(0.0 <= h["confidence"] <= 1.0 and h["lines"] is None for h in hits)
+    shfl = next(h for h in hits if h["answer"]["rule_id"] == "warp.shfl_down")
+    assert shfl["answer"]["metal"] == "simd_shuffle_down(v, delta)"
+    assert any("simd_shuffle_down" in line for line in shfl["answer"]["example"]["metal"])
+    assert shfl["answer"]["source"].startswith("cuda-to-metal.md")
+    assert "Metal:   simd_shuffle_down(v, delta)" in question["text"]
+    assert code["ok"] and "note" not in code  # built once
+    assert all(h["lines"] for h in code["hits"])
+    assert any("simd_max" in m["code"] for h in code["hits"] for c in h["corresponds"]
+               for m in c["metal"])
 
 
 def test_port_tool_runs_the_agent_offline():

@@ -429,6 +429,27 @@ __global__ void undefined(float* sums, float* exclusive) {
     np.testing.assert_array_equal(exclusive[1:], np.arange(1, 32))
 
 
+# ---- Version macros ------------------------------------------------------------------------------
+def test_cccl_version_is_the_release_of_the_cub_version_claimed():
+    """CUB 2.7 ships in CCCL 2.7.0: code that tests CCCL_MAJOR/MINOR_VERSION (llama.cpp's
+    argsort.cu asks for CCCL 3.1) sees the same release as code that tests CUB_VERSION."""
+    code = """#include <cub/version.cuh>
+#if (CCCL_MAJOR_VERSION >= 3 && CCCL_MINOR_VERSION >= 1)
+#  define KP_STRIDED 1
+#else
+#  define KP_STRIDED 0
+#endif
+__global__ void versions(int* o) {
+  o[0] = CUB_VERSION; o[1] = CCCL_VERSION; o[2] = CCCL_MAJOR_VERSION;
+  o[3] = CCCL_MINOR_VERSION; o[4] = CCCL_PATCH_VERSION; o[5] = KP_STRIDED;
+}"""
+    out = np.zeros(6, np.int32)
+    RawKernel(code, "versions")((1,), (1,), (out,))
+    cub, cccl, major, minor, patch, strided = out.tolist()
+    assert (cub // 100000, cub // 100 % 1000, cub % 100) == (major, minor, patch) == (2, 7, 0)
+    assert cccl == major * 1000000 + minor * 1000 + patch and strided == 0
+
+
 # ---- What is refused -----------------------------------------------------------------------------
 @pytest.mark.parametrize("use, construct", [
     ("cub::DeviceScan::InclusiveSum(nullptr, bytes, x, x, 4)", "CUB device-wide algorithms"),

@@ -114,3 +114,19 @@ def test_a_library_kernel_is_checked_too():
         run = fn.launch({0: np.zeros(4, np.float32)}, grid=(4, 1, 1), threadgroup=(4, 1, 1))
     assert not run.compiled
     assert any(d.file == "kernel.metal" and d.line == 3 for d in run.diagnostics)
+
+
+@pytest.mark.parametrize("code", [
+    "void f(threadgroup thread float& r) {}",
+    "void f(device constant float* p) {}",
+    "void f(const device threadgroup float* p) {}",
+])
+def test_two_address_spaces_on_one_type_are_refused(code):
+    """clang (Apple's compiler with it) rejects "multiple address spaces specified for type";
+    metal_sim erases `thread` before its check unit, so the token pass must say it."""
+    problems = spaces.missing_space_problems(lex(code)[0], "source.metal")
+    assert [(p.line, "multiple address spaces" in p.message) for p in problems] == [(1, True)]
+
+
+def test_a_pointer_to_a_pointer_may_name_a_space_per_level():
+    assert missing("void f(device float* threadgroup* p) {}") == []

@@ -43,6 +43,17 @@ def test_constructors_and_casts():
     assert "__kp::convert<half4>(v) + __kp::convert<half4>(v)" in out
 
 
+def test_a_reference_or_pointer_to_an_array_of_vectors_is_no_constructor():
+    """``reinterpret_cast<thread float4 (&)[1]>(v)`` (a port's view of a local array, mamba's
+    load_input) names a type: read as ``float4(&)`` made from arguments it did not compile."""
+    src = ("thread float4 (&r)[1] = reinterpret_cast<thread float4 (&)[1]>(v);\n"
+           "float4 (*q)[2] = p; float4 c = float4(*p) + float4(q[0][1].x);")
+    out = " ".join(rewrite_metal_constructors(strip_address_spaces(src)).split())
+    assert "float4 (&r)[1] = reinterpret_cast< float4 (&)[1]>(v);" in out
+    assert "float4 (*q)[2] = p;" in out and "__kp::make<float4>(*p)" in out
+    assert "__kp::make<float4>(q[0][1].x)" in out
+
+
 def test_address_spaces_vanish_from_types():
     out = strip_address_spaces(METAL)
     assert "device" not in out.split("\n")[0] and "threadgroup" not in out.split("\n")[0]

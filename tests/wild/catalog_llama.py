@@ -364,6 +364,27 @@ def _get_rows(i, s):
     return {"dst_ptr": x[b3[..., None], b2[..., None], rows]}
 
 
+# --- argsort on the CUB path (-D GGML_CUDA_USE_CUB): the bitonic kernel it still takes for rows
+# of at most 1024, and the index and offset kernels argsort_f32_i32_cuda_cub launches around
+# cub::DeviceSegmentedSort (a host function: not a kernel kport ports, docs/translate.md)
+
+CUB = ("-D", "GGML_CUDA_USE_CUB")
+
+
+def _distinct_rows(s, r):
+    """Rows of distinct values (integers plus a fraction under 0.5: no ties, for which the
+    bitonic network's order is its own)."""
+    n = s["ncols"]
+    rows = [r.permutation(n) + r.uniform(0, 0.5, n) - n / 2 for _ in range(s["nrows"])]
+    return np.concatenate(rows).astype(np.float32)
+
+
+def _argsort(i, s, descending):
+    """ggml_argsort: each row's indices in ascending (descending) order of its values."""
+    x = i["x"].astype(np.float64).reshape(s["nrows"], s["ncols"])
+    return {"dst": np.argsort(-x if descending else x, axis=-1, kind="stable").astype(np.int32)}
+
+
 ENTRIES: list[Wild] = [
     Wild("group_norm_32", "llama.cpp", f"{CU}/norm.cu", "group_norm_f32<32>",
          sizes={"num_groups": 8, "group_size": 300, "ne_elements": 2400},
@@ -490,4 +511,34 @@ ENTRIES: list[Wild] = [
          held_out=(_get_rows_sizes(77, 9, 5, 2, 3), _get_rows_sizes(513, 4, 11, 1, 1)),
          inputs=_get_rows_inputs, reference=_get_rows, include=GGML_I,
          note="uint3 ne12_fdv (fastdiv values)"),
+    Wild("argsort_asc", "llama.cpp", f"{CU}/argsort.cu", "k_argsort_f32_i32<GGML_SORT_ORDER_ASC>",
+         sizes={"ncols": 300, "nrows": 5},
+         held_out=({"ncols": 1024, "nrows": 3}, {"ncols": 33, "nrows": 7},
+                   {"ncols": 1, "nrows": 2}),
+         inputs=lambda s, r: {"x": _distinct_rows(s, r), "ncols": _i(s["ncols"]),
+                              "nrows": _i(s["nrows"])},
+         reference=lambda i, s: _argsort(i, s, False), include=GGML_I, extra=CUB,
+         rtol=0, atol=0),
+    Wild("argsort_desc", "llama.cpp", f"{CU}/argsort.cu",
+         "k_argsort_f32_i32<GGML_SORT_ORDER_DESC>", sizes={"ncols": 700, "nrows": 4},
+         held_out=({"ncols": 129, "nrows": 9}, {"ncols": 1000, "nrows": 2}),
+         inputs=lambda s, r: {"x": _distinct_rows(s, r), "ncols": _i(s["ncols"]),
+                              "nrows": _i(s["nrows"])},
+         reference=lambda i, s: _argsort(i, s, True), include=GGML_I, extra=CUB,
+         rtol=0, atol=0),
+    # the values of cub::DeviceSegmentedSort::SortPairs: each row's column indices
+    Wild("argsort_init_indices", "llama.cpp", f"{CU}/argsort.cu", "init_indices",
+         sizes={"ncols": 3000, "nrows": 5},
+         held_out=({"ncols": 1025, "nrows": 3}, {"ncols": 100, "nrows": 40}),
+         inputs=lambda s, r: {"ncols": _i(s["ncols"]), "nrows": _i(s["nrows"])},
+         reference=lambda i, s: {"indices": np.tile(np.arange(s["ncols"]), s["nrows"])},
+         include=GGML_I, extra=CUB, rtol=0, atol=0),
+    # its segment offsets (nrows + 1 of them: row r is [offsets[r], offsets[r + 1]))
+    Wild("argsort_init_offsets", "llama.cpp", f"{CU}/argsort.cu", "init_offsets",
+         sizes={"ncols": 3000, "nrows": 300},
+         held_out=({"ncols": 1025, "nrows": 255}, {"ncols": 7, "nrows": 1}),
+         inputs=lambda s, r: {"ncols": _i(s["ncols"]), "nrows": _i(s["nrows"])},
+         reference=lambda i, s: {"offsets": np.arange(s["nrows"] + 1) * s["ncols"]},
+         include=GGML_I, extra=CUB, rtol=0, atol=0),
+
 ]

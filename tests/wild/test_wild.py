@@ -22,11 +22,6 @@ KNOWN: dict[str, str] = {
                    "shared memory (cuda_sim reports it)",
     "scatter_segment_csr_max": "ATen's TensorInfo struct (a pointer and 25-element arrays), "
                                "defined in a torch header kport reads as empty",
-    "selective_scan_fwd": "the launch is read from the host (dynamic shared memory "
-                          "included) and the oracle runs, but the port stops at "
-                          "std::conditional_t and c10::complex in Metal, and out_ptr, "
-                          "written only by CUB's Store inside store_output, is guessed an "
-                          "input",
 }
 
 

@@ -14,6 +14,12 @@
 #define CUB_MINOR_VERSION 7
 #define CUB_SUBMINOR_VERSION 0
 #define CUB_PATCH_NUMBER 0
+// CCCL 2.7.0, the release that CUB 2.7 ships in (CCCL_VERSION is MMMmmmppp): code that tests it
+// (llama.cpp's argsort: CCCL >= 3.1 for cuda::make_strided_iterator) takes its CCCL 2 path.
+#define CCCL_VERSION 2007000
+#define CCCL_MAJOR_VERSION (CCCL_VERSION / 1000000)
+#define CCCL_MINOR_VERSION (((CCCL_VERSION / 1000) % 1000))
+#define CCCL_PATCH_VERSION (CCCL_VERSION % 1000)
 #define CUB_NAMESPACE_BEGIN namespace cub {
 #define CUB_NAMESPACE_END }
 #define CUB_NS_QUALIFIER ::cub

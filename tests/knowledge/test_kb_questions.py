@@ -1,0 +1,121 @@
+"""The question benchmark (evals/bench_kb_questions.py): its data is well formed, and hybrid
+search over a real store answers the held-out half. Also the search behaviour it was tuned
+with: one ranking across collections, stemmed BM25 terms, question stopwords."""
+
+import json
+
+import pytest
+
+from evals.bench_kb_questions import (
+    QuestionFileError,
+    known_rule_ids,
+    load_questions,
+    recall,
+    split_of,
+)
+from kb.chunks import Chunk
+from kb.search import BM25Cache, code_words, query_terms, query_view, search
+from kb.store import KBStore
+
+
+def test_the_question_file_is_well_formed():
+    questions = load_questions()
+    assert len(questions) >= 80
+    assert len({q.text for q in questions}) == len(questions)
+    known = known_rule_ids()
+    for q in questions:
+        assert q.source.startswith("https://"), q.text
+        assert q.rules and set(q.rules) <= known, q.text
+        assert q.split == split_of(q.text)
+    for split in ("tune", "held_out"):
+        assert sum(q.split == split for q in questions) >= 40
+
+
+GOOD = '''[[question]]
+question = "Is there double precision on Apple GPUs?"
+source = "https://example.org/t/1"
+rules = ["F11"]
+split = "{split}"
+'''
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda s: s.replace('source = "https://example.org/t/1"\n', ""), "give both `question` "
+     "and `source`"),
+    (lambda s: s.replace('["F11"]', '["fp64.no_such_rule"]'), "unknown rule id "
+     "'fp64.no_such_rule'"),
+    (lambda s: s.replace('["F11"]', "[]"), "`rules` must list"),
+    (lambda s: s.replace("split = ", 'split = "x"\nsplit_was = '), "`split` must be"),
+    (lambda s: s + "\n" + s, "question 2: duplicate question"),
+])
+def test_a_bad_question_names_the_question_and_the_key(tmp_path, edit, message):
+    text = GOOD.format(split=split_of("Is there double precision on Apple GPUs?"))
+    path = tmp_path / "q.toml"
+    path.write_text(text)
+    assert [q.rules for q in load_questions(path)] == [("F11",)]
+    path.write_text(edit(text))
+    with pytest.raises(QuestionFileError, match=message) as err:
+        load_questions(path)
+    assert str(path) in str(err.value)
+
+
+def test_bm25_terms_are_stemmed_and_questions_drop_stopwords():
+    assert code_words("threads spilling atomically padded sizes") == [
+        "thread", "spill", "atomic", "pad", "size"]
+    assert code_words("simd_shuffle_down") == ["simd_shuffle_down", "simd", "shuffle", "down"]
+    text, _ = query_terms(query_view("How do I use the threadgroup barriers?"))
+    assert text == ["threadgroup", "barrier"]
+    code = "__global__ void k(float* y) { for (int i = 0; i < 4; ++i) y[threadIdx.x] = i; }"
+    assert "for" in query_terms(query_view(code))[0]  # code keeps every term
+
+
+def _store(tmp_path) -> KBStore:
+    store = KBStore(tmp_path / "kb", create=True)
+    store.add([
+        Chunk("rules", f"Threadgroup barrier rule {i}",
+              f"threadgroup_barrier(mem_flags::mem_threadgroup) stops every thread in the "
+              f"threadgroup until each one arrives ({i})",
+              {"source": "t", "rule_id": f"sync.r{i}", "language": "rule"})
+        for i in range(3)] + [
+        Chunk("arch", "Apple GPU memory bandwidth",
+              "An M2 Max has 400 GB/s of memory bandwidth.",
+              {"source": "t", "arch_id": "F99", "language": "arch"})])
+    return store
+
+
+def test_collections_share_one_ranking(tmp_path):
+    """A weak match in a small collection no longer takes a top place because it leads its own
+    collection (it used to rank first): all three barrier rules rank above the bandwidth fact."""
+    hits = search(_store(tmp_path), "how to synchronize all threads of a workgroup",
+                  kinds=["rules", "arch"], k=4, cache_root=tmp_path / "cache")
+    assert [h.kind for h in hits[:3]] == ["rules"] * 3
+    assert "names" not in hits[0].ranks  # a question's names channel looks at kernels only
+
+
+def test_a_bm25_cache_built_with_other_terms_is_rebuilt(tmp_path):
+    store = _store(tmp_path)
+    search(store, "arrives", kinds=["rules"], method="bm25", cache_root=tmp_path / "cache")
+    cache = BM25Cache(store, "rules", tmp_path / "cache")
+    ids = cache.root / store.revision("rules") / "ids.json"
+    meta = json.loads(ids.read_text())
+    del meta["tokens"]  # as an older kport wrote it: unstemmed terms
+    ids.write_text(json.dumps(meta))
+    from kb import search as search_module
+
+    search_module._LOADED.clear()
+    hits = search(store, "arrive", kinds=["rules"], method="bm25",
+                  cache_root=tmp_path / "cache")
+    assert hits and "tokens" in json.loads(ids.read_text())
+
+
+# Measured 0.841 on a fresh build (docs/kb.md "Measured"); issue 18 asks for 0.9, not reached yet.
+# The floor catches a change that loses a held-out question.
+HELD_OUT_RECALL_AT_3 = 0.84
+
+
+@pytest.mark.slow  # searches the whole knowledge base, built once (tests/tiers.py)
+def test_hybrid_search_answers_the_held_out_questions(built_store, tmp_path):
+    r1, r3, mrr, n = recall(built_store, load_questions(), tmp_path / "cache")["held_out"]
+    assert n >= 40
+    assert r3 >= HELD_OUT_RECALL_AT_3, (
+        f"held-out recall@3 {r3:.3f} (recall@1 {r1:.3f}, MRR {mrr:.3f})")
