@@ -129,8 +129,9 @@ def launch_dims(exprs, sizes: dict[str, int], where: str) -> list[int]:
     return dims
 
 
-def run_cuda(case: CaseSpec, sizes: dict[str, int], inputs: dict):
-    """Run the CUDA kernel in cuda_sim; returns (outputs by name, record)."""
+def run_cuda(case: CaseSpec, sizes: dict[str, int], inputs: dict, *, count: bool = False):
+    """Run the CUDA kernel in cuda_sim; returns (outputs by name, record). ``count``: fill the
+    record's performance counters (kport perf)."""
     where = f"{case.folder / 'case.toml'}: cuda"
     by_name = {a.name: a for a in case.args}
     copies = {k: v.copy() if isinstance(v, np.ndarray) else v for k, v in inputs.items()}
@@ -143,7 +144,7 @@ def run_cuda(case: CaseSpec, sizes: dict[str, int], inputs: dict):
     grid = launch_dims(case.cuda.grid, sizes, where + ".grid")
     block = launch_dims(case.cuda.block, sizes, where + ".block")
     smem = int(evaluate(case.cuda.shared_mem, sizes, where + ".shared_mem"))
-    record = kernel.launch(grid, block, args, shared_mem=smem)
+    record = kernel.launch(grid, block, args, shared_mem=smem, count=count)
     outs = {a.name: copies[a.name] for a in case.args if a.role in ("out", "inout")}
     return outs, record
 

@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
 
     t = time.perf_counter()
-    llama, report = import_llama_cpp(args.llama)
+    llama, report, _ = import_llama_cpp(args.llama)
     parse_s = time.perf_counter() - t
     queries, metal = _labeled(llama)
     store = KBStore(work / "retrieval" / "kb", create=True)

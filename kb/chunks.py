@@ -12,7 +12,7 @@ import hashlib
 from dataclasses import dataclass, field
 
 from kb import arch
-from kb.concepts import load_rules
+from kb.concepts import also_called, load_rules
 from kb.features import words
 from kb.fixes import load_fixes
 
@@ -45,11 +45,14 @@ def pair(cuda: Chunk, metal: Chunk) -> tuple[Chunk, Chunk]:
 
 
 def rule_chunks(source: str = "kport-rules") -> list[Chunk]:
-    """One chunk per concept rule: construct, Metal form, notes, pitfalls and the example."""
+    """One chunk per concept rule: construct, Metal form, the glossary's plain words for its
+    spellings, notes, pitfalls and the example."""
     out = []
     for r in load_rules():
+        aka = also_called(*r.cuda, r.metal, r.title)
         text = "\n".join([
-            r.title, f"CUDA: {', '.join(r.cuda)}", f"Metal: {r.metal}", r.notes,
+            r.title, f"CUDA: {', '.join(r.cuda)}", f"Metal: {r.metal}",
+            *([f"Also called: {'; '.join(aka)}"] if aka else []), r.notes,
             *(f"Pitfall: {p}" for p in r.pitfalls),
             "CUDA example:", r.example.cuda.strip(), "Metal example:", r.example.metal.strip()])
         out.append(Chunk("rules", r.title, text, {
@@ -94,7 +97,9 @@ def fix_chunks(source: str = "kport-rules") -> list[Chunk]:
     """One chunk per fix rule: the error it recognises and the fix."""
     out = []
     for f in load_fixes():
-        text = f"{f.title}\nError: {f.example_error}\nFix: {f.fix}"
+        aka = also_called(f.title)
+        text = "\n".join([f.title, f"Error: {f.example_error}", f"Fix: {f.fix}",
+                          *([f"Also called: {'; '.join(aka)}"] if aka else [])])
         out.append(Chunk("fixes", f.title, text, {
             "source": source, "fix_id": f.id, "origin": f.origin, "language": "fix",
             "unconfirmed": f.unconfirmed}))

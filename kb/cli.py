@@ -1,8 +1,10 @@
 """`kport kb`: build, grow, query and move the knowledge base.
 
     kport kb build [--corpus DIR]            rules, architecture, fixes and corpus pairs
-    kport kb add PATH [--source NAME]        a file, folder or checkout
-    kport kb add-pairs CUDA_DIR METAL_DIR    kernels paired across languages by name
+    kport kb add PATH [--source NAME]        a file, folder or checkout (CUDA and Metal kernels
+                                             of one tree are paired by op name and content;
+                                             [--keep-unpaired] keeps CUDA ones with no port)
+    kport kb add-pairs CUDA_DIR METAL_DIR    the same pairing across two folders
     kport kb import-llama-cpp ARCHIVE_OR_DIR llama.cpp's ggml-cuda / ggml-metal kernels as pairs
     kport kb remove SOURCE | stats | export FILE [--force] | import FILE
     kport kb search QUERY|@FILE [--kind K] [-k N] [--json]   answers, with a calibrated score
@@ -31,9 +33,10 @@ from kb.answers import answers, render
 from kb.chunks import COLLECTIONS
 from kb.features import FEATURES
 from kb.fix_search import merged_fixes, retrieve_fixes
-from kb.ingest import IngestReport, ingest, pair_chunks
+from kb.ingest import SUFFIXES, IngestReport, ingest
 from kb.lints import lint_metal
 from kb.llama_cpp import import_llama_cpp
+from kb.pairing import PairingReport, pair_kernels
 from kb.ready import default_chunks, ready_store
 from kb.rules_match import rules_for_file
 from kb.search import METHODS
@@ -63,10 +66,12 @@ def _err():
 
 
 def _add(chunks, report=None, url: str | None = None, as_json: bool = False,
-         label: str = "embedding") -> None:
+         label: str = "embedding", pairing: PairingReport | None = None) -> None:
     console = _err()
     for path, why in (report.skipped if report else []):
         console.print(f"[yellow]skipped[/] {escape(path)}: {escape(why)}")
+    if pairing is not None:
+        console.print(escape(pairing.line()))
     store = _store(url, create=True)
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   console=console, transient=True, disable=not console.is_terminal) as bar:
@@ -76,6 +81,8 @@ def _add(chunks, report=None, url: str | None = None, as_json: bool = False,
     if report is not None:
         out.update(files=report.files, skipped=len(report.skipped), ignored=report.ignored,
                    pairs=report.pairs)
+    if pairing is not None:
+        out["pairing"] = pairing.as_json()
     if as_json:
         print(json.dumps(out))
     else:
@@ -97,22 +104,57 @@ def build(corpus: Path = typer.Option(None, help="a corpus folder other than the
     _add(chunks, report, url, as_json, "building the knowledge base")
 
 
+KEEP = typer.Option(False, "--keep-unpaired", help="also store the CUDA kernels that found no "
+                    "Metal counterpart (left out by default: with no port to show they crowd "
+                    "out answers; docs/kb.md)")
+
+
 @app.command()
 def add(path: Path = typer.Argument(..., help="a file, folder or checkout"),
         source: str = typer.Option(None, help="name for `kb remove` (default: the path)"),
-        url: str = URL, as_json: bool = JSON):
-    """Add CUDA, Metal, Python metal_kernel, Markdown and RST files."""
+        keep_unpaired: bool = KEEP, url: str = URL, as_json: bool = JSON):
+    """Add CUDA, Metal, Python metal_kernel, Markdown and RST files; a tree holding both CUDA
+    and Metal kernels (Metal also as metal_kernel sources in Python) gets them paired by op name
+    and content, and says how many were paired and how."""
     if not path.exists():
         raise KportError(f"{path}: no such file or folder")
     chunks, report = ingest(path, source)
-    _add(chunks, report, url, as_json)
+    if not report.files and not report.skipped:
+        raise KportError(f"{path}: no file to add (kinds read: {' '.join(sorted(SUFFIXES))})")
+    cuda, metal, other = _by_language(chunks)
+    if not (cuda and metal):  # one language: nothing to pair
+        _add(chunks, report, url, as_json)
+        return
+    paired, pairing = pair_kernels(cuda, metal)
+    _add_paired(paired + other, pairing, report, keep_unpaired, url, as_json)
+
+
+def _by_language(chunks):
+    """The CUDA kernel chunks, the Metal ones, and the rest."""
+    cuda = [c for c in chunks if c.metadata.get("language") == "cuda"]
+    metal = [c for c in chunks if c.metadata.get("language") == "metal"]
+    return cuda, metal, [c for c in chunks if c.metadata.get("language") not in ("cuda",
+                                                                                 "metal")]
+
+
+def _add_paired(chunks, pairing: PairingReport, report: IngestReport, keep_unpaired: bool,
+                url: str | None, as_json: bool) -> None:
+    """Store paired kernels, the CUDA ones without a counterpart only when ``keep_unpaired``."""
+    if not keep_unpaired:
+        pairing.left_out = sum(c.metadata.get("language") == "cuda" and "pair_id" not in
+                               c.metadata for c in chunks)
+        chunks = [c for c in chunks if c.metadata.get("language") != "cuda"
+                  or "pair_id" in c.metadata]
+    report.pairs = pairing.paired
+    _add(chunks, report, url, as_json, pairing=pairing)
 
 
 @app.command("add-pairs")
 def add_pairs(cuda_dir: Path, metal_dir: Path,
               source: str = typer.Option(None, help="name for `kb remove`"),
-              url: str = URL, as_json: bool = JSON):
-    """Add the kernels of a CUDA folder and a Metal folder, pairing them by kernel name."""
+              keep_unpaired: bool = KEEP, url: str = URL, as_json: bool = JSON):
+    """Add the kernels of a CUDA folder and a Metal folder, pairing them by op name and
+    content."""
     for p in (cuda_dir, metal_dir):
         if not p.is_dir():
             raise KportError(f"{p}: not a folder")
@@ -120,20 +162,25 @@ def add_pairs(cuda_dir: Path, metal_dir: Path,
     cuda, report = ingest(cuda_dir, source)
     metal, report2 = ingest(metal_dir, source)
     report.merge(report2)
-    chunks = pair_chunks([c for c in cuda if c.metadata.get("language") == "cuda"],
-                         [c for c in metal if c.metadata.get("language") == "metal"])
-    chunks += [c for c in cuda + metal if c.metadata.get("language") not in ("cuda", "metal")]
-    report.pairs = sum(c.metadata.get("pair_role") == "cuda" for c in chunks)
-    _add(chunks, report, url, as_json)
+    cuda, _, other = _by_language(cuda)
+    _, metal, other2 = _by_language(metal)
+    if not cuda:
+        raise KportError(f"{cuda_dir}: no CUDA kernel (__global__ function in a .cu or .cuh "
+                         "file) to pair")
+    if not metal:
+        raise KportError(f"{metal_dir}: no Metal kernel (kernel function in a .metal file, or "
+                         "a metal_kernel source in a .py file) to pair")
+    paired, pairing = pair_kernels(cuda, metal)
+    _add_paired(paired + other + other2, pairing, report, keep_unpaired, url, as_json)
 
 
 @app.command("import-llama-cpp")
 def import_llama(path: Path = typer.Argument(..., help="llama.cpp checkout, or the "
                                              "llama-cpp-python sdist (.tar.gz) or its folder"),
-                 url: str = URL, as_json: bool = JSON):
-    """Import llama.cpp's ggml-cuda and ggml-metal kernels as pairs."""
-    chunks, report = import_llama_cpp(path)
-    _add(chunks, report, url, as_json)
+                 keep_unpaired: bool = KEEP, url: str = URL, as_json: bool = JSON):
+    """Import llama.cpp's ggml-cuda and ggml-metal kernels, paired by op name and content."""
+    chunks, report, pairing = import_llama_cpp(path)
+    _add_paired(chunks, pairing, report, keep_unpaired, url, as_json)
 
 
 @app.command()

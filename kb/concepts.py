@@ -2,7 +2,8 @@
 
 Every rule carries a tiny CUDA example and its Metal translation that run under one small
 launch contract (see docs/kb-rules.md), so tests/knowledge runs each pair in cuda_sim and
-metal_sim and requires equal results: the knowledge is executable.
+metal_sim and requires equal results: the knowledge is executable. The glossary
+(kb/rules/glossary.toml) gives the plain words for spellings that do not say what they do.
 """
 
 from __future__ import annotations
@@ -118,3 +119,35 @@ def _load_rules(folder: Path) -> tuple[Rule, ...]:
             seen[rule.id] = path
             rules.append(rule)
     return tuple(rules)
+
+
+GLOSSARY = Path(__file__).resolve().parent / "rules" / "glossary.toml"
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@functools.cache
+def load_glossary(path: Path = GLOSSARY) -> tuple[tuple[frozenset[str], str], ...]:
+    """(spellings, plain words) of each [[term]] of ``path``; RuleError naming the term and key
+    when a term lacks either or a spelling is not one identifier."""
+    try:
+        terms = tomllib.loads(path.read_text()).get("term", [])
+    except (OSError, tomllib.TOMLDecodeError) as err:
+        raise RuleError(f"{path}: cannot read the glossary ({err})") from None
+    out = []
+    for n, term in enumerate(terms, 1):
+        spellings, words = term.get("spellings"), term.get("words")
+        if not isinstance(spellings, list) or not spellings or not isinstance(words, str) \
+                or not words.strip():
+            raise RuleError(f"{path}: term {n}: give `spellings` (a list) and `words` (a string)")
+        bad = [s for s in spellings if not isinstance(s, str) or not _WORD.fullmatch(s)]
+        if bad:
+            raise RuleError(f"{path}: term {n}: spelling {bad[0]!r} is not one identifier")
+        out.append((frozenset(spellings), words.strip()))
+    return tuple(out)
+
+
+def also_called(*texts: str) -> list[str]:
+    """The glossary's plain words for the spellings that ``texts`` name (whole identifiers; a
+    rule's CUDA spellings, Metal form and title), in glossary order."""
+    names = set(_WORD.findall(" ".join(texts)))
+    return [words for spellings, words in load_glossary() if spellings & names]

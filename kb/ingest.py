@@ -18,7 +18,8 @@ import docutils.nodes
 
 from corpus.cases import discover
 from kb.chunks import MAX_TEXT, Chunk, pair
-from kb.features import chunk_features, words
+from kb.features import chunk_features
+from kb.pairing import pair_chunks  # noqa: F401  (kept importable from here)
 from kb.parse import (
     MALFORMED_ERROR_SHARE,
     Function,
@@ -248,38 +249,6 @@ def _unique_functions(parsed) -> dict[str, dict[str, Function]]:
                 seen.setdefault(language, {}).setdefault(f.name, []).append(f)
     return {lang: {n: fs[0] for n, fs in table.items() if len(fs) == 1}
             for lang, table in seen.items()}
-
-
-_NOISE = {"kernel", "cuda", "metal", "impl", "f32", "f16", "bf16", "float", "half", "t", "k",
-          "generic", "op", "ggml", "fn", "global", "launch", "device"}
-
-
-def name_key(name: str) -> frozenset[str]:
-    """The words that identify an op across languages (``kernel_soft_max_f32`` -> soft, max)."""
-    return frozenset(w for w in words(name) if w not in _NOISE)
-
-
-def pair_chunks(cuda: list[Chunk], metal: list[Chunk], min_overlap: float = 0.5) -> list[Chunk]:
-    """Pairs CUDA and Metal kernel chunks by the words of their kernel names (Jaccard >=
-    ``min_overlap``, best first, each chunk in one pair at most); unpaired chunks are kept."""
-    scored = []
-    for i, c in enumerate(cuda):
-        ck = name_key(str(c.metadata.get("kernel", "")))
-        for j, m in enumerate(metal):
-            mk = name_key(str(m.metadata.get("kernel", "")))
-            if ck and mk:
-                s = len(ck & mk) / len(ck | mk)
-                if s >= min_overlap:
-                    scored.append((-s, i, j))
-    out_c, out_m = list(cuda), list(metal)
-    used_c, used_m = set(), set()
-    for _, i, j in sorted(scored):
-        if i in used_c or j in used_m:
-            continue
-        used_c.add(i)
-        used_m.add(j)
-        out_c[i], out_m[j] = pair(cuda[i], metal[j])
-    return out_c + out_m
 
 
 def case_chunks(case, source: str = "corpus") -> list[Chunk]:

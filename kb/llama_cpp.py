@@ -3,7 +3,7 @@
 Takes a llama.cpp checkout, any folder holding one (such as an unpacked ``llama-cpp-python``
 sdist, which vendors llama.cpp), or the sdist archive itself (.tar.gz / .zip). Only
 ``ggml/src/ggml-cuda`` and ``ggml/src/ggml-metal`` are read; kernels are paired across the two by
-the words of their names (``soft_max_f32`` <-> ``kernel_soft_max``).
+op name and content (kb/pairing.py: ``soft_max_f32`` <-> ``kernel_soft_max``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import zipfile
 from pathlib import Path
 
 from kb.chunks import Chunk
-from kb.ingest import IngestReport, ingest, pair_chunks
+from kb.ingest import IngestReport, ingest
+from kb.pairing import PairingReport, pair_kernels
 from runners.errors import KportError
 from runners.lifetime import temp_folder
 
@@ -59,9 +60,10 @@ def version_of(path: Path) -> str:
     return m.group(1) if m else path.name
 
 
-def import_llama_cpp(path: Path, source: str | None = None) -> tuple[list[Chunk],
-                                                                     IngestReport]:
-    """Chunks of llama.cpp's CUDA and Metal kernels, paired where the names agree."""
+def import_llama_cpp(path: Path, source: str | None = None
+                     ) -> tuple[list[Chunk], IngestReport, PairingReport]:
+    """Chunks of llama.cpp's CUDA and Metal kernels, paired by op name and content, the
+    ingestion report and the pairing report."""
     path = Path(path)
     source = source or f"llama.cpp:{version_of(path)}"
     if not path.exists():
@@ -82,7 +84,7 @@ def import_llama_cpp(path: Path, source: str | None = None) -> tuple[list[Chunk]
                 if c.metadata.get("language") == "cuda"]
         metal = [c.with_meta(path=f"ggml-metal/{c.metadata['path']}") for c in metal
                  if c.metadata.get("language") == "metal"]
-        chunks = pair_chunks(cuda, metal)
+        chunks, pairing = pair_kernels(cuda, metal)
     report.chunks = len(chunks)
-    report.pairs = sum(1 for c in chunks if c.metadata.get("pair_role") == "cuda")
-    return chunks, report
+    report.pairs = pairing.paired
+    return chunks, report, pairing

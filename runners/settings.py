@@ -30,6 +30,8 @@ ENV_VARS: dict[str, str] = {
     "KPORT_SIM_THREADS": "OS threads the simulators spread threadgroups over (default: all cores)",
     "KPORT_SIM_TIMEOUT": "seconds a simulated launch may run before it is killed (default 60)",
     "KPORT_SIM_CHECKS": "'full' (bounds, races, uninitialised reads; default) or 'fast'",
+    "KPORT_SIM_WORK_ITEMS": "'auto' (default: barrier kernels run in work-item loops where "
+                            "provably safe) or 'off' (fibers, as before; for comparisons)",
     "KPORT_COMPILE_TIMEOUT": "seconds one simulator compile may take before it fails (default 120)",
     "KPORT_UNSANDBOXED": "1: run outside code even where the OS gives no jail (unsafe; recorded)",
     "KPORT_BUILD_CACHE": "where compiled simulator kernels are kept (default "
@@ -49,6 +51,7 @@ _FIELD_ENV = {
     "sim_threads": "KPORT_SIM_THREADS",
     "sim_timeout": "KPORT_SIM_TIMEOUT",
     "sim_checks": "KPORT_SIM_CHECKS",
+    "sim_work_items": "KPORT_SIM_WORK_ITEMS",
     "compile_timeout": "KPORT_COMPILE_TIMEOUT",
     "unsandboxed": "KPORT_UNSANDBOXED",
     "build_cache": "KPORT_BUILD_CACHE",
@@ -75,6 +78,7 @@ class Settings(BaseModel):
     sim_threads: int = Field(default=0, ge=0, le=4096)  # 0: use every core
     sim_timeout: float = Field(default=60.0, gt=0, allow_inf_nan=False)
     sim_checks: Literal["full", "fast"] = "full"
+    sim_work_items: Literal["auto", "off"] = "auto"
     compile_timeout: float = Field(default=120.0, gt=0, allow_inf_nan=False)
     unsandboxed: bool = False
     build_cache: Path | None = None  # None: home / "cache" / "build"

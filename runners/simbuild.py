@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runners import workitems
 from runners.lifetime import partial_file, temp_folder
 from runners.sandbox import Jail, Limits, Mount, die_with_parent, read_jailed, tied_command
 from runners.settings import Settings, load_settings
@@ -33,7 +34,7 @@ SIMCORE = Path(__file__).resolve().parent / "simcore"
 INCLUDE = SIMCORE / "include"
 CUDA_SYSINCLUDE = INCLUDE / "kport" / "cuda" / "sysinclude"
 RUNTIME_SOURCES = ("host.cpp", "scheduler.cpp", "checks.cpp", "tsan_atomics.cpp", "fiber.cpp",
-                   "lockdown.cpp")
+                   "lockdown.cpp", "counters.cpp")
 
 KERNEL_FLAGS = (
     "-std=c++20", "-O2", "-fPIC", "-fno-exceptions", "-fno-rtti",
@@ -86,10 +87,14 @@ class Build:
     timed_out: bool = False  # a compile step ran out of KPORT_COMPILE_TIMEOUT (not cached)
 
 
-def kernel_tail(dialect: str, needs_sync: bool, preamble: str, body: str) -> str:
+def kernel_tail(dialect: str, needs_sync: bool, preamble: str, body: str,
+                regions: bool = False) -> str:
     """The end of every kernel TU: ``preamble`` (entry helpers), ``__kp_entry_body`` running one
-    thread with ``body`` (C++ statements over ``void** __kp_a``) and the exported ABI."""
+    thread with ``body`` (C++ statements over ``void** __kp_a``) and the exported ABI;
+    ``regions``: the kernel was rewritten into work-item loops (runners/workitems.py) and
+    ``body`` runs a whole group."""
     return (f'#line 1 "kport-entry"\n#define __KP_NEEDS_SYNC {int(needs_sync)}\n'
+            f'#define __KP_REGIONS {int(regions)}\n'
             f'#define __KP_DIALECT "{dialect}"\n{preamble}'
             "static inline __attribute__((always_inline)) void __kp_entry_body(void** __kp_a) {\n"
             f"{body}\n}}\n#include <kport/kernel_abi.h>\n")
@@ -268,6 +273,23 @@ def compile_jail(compiler: Compiler, scratch: Path) -> Jail:
     mounts = [Mount(INCLUDE), Mount(scratch, writable=True), *map(Mount, compiler.mounts)]
     return Jail(mounts, system=compiler.system, proc=True,
                 env={**compiler.env(scratch), "HOME": str(scratch), "TMPDIR": str(scratch)})
+
+
+def build_modes(tu: str, regions: str | None, needs_sync: bool, *, checked: bool,
+                dialect: str = "metal", settings: Settings | None = None,
+                vetting: Vetting | None = None) -> tuple[Build, str]:
+    """(the build, how it runs a group: workitems.MODE_*): ``regions``, the kernel in
+    work-item loops, when it is given and compiles; else ``tu`` (fibers when ``needs_sync``),
+    whose diagnostics are the user's."""
+    settings = settings or load_settings()
+    if regions is not None and settings.sim_work_items == "auto":
+        build = build_kernel(regions, checked=checked, dialect=dialect, settings=settings,
+                             vetting=vetting)
+        if build.ok:
+            return build, workitems.MODE_REGIONS
+    build = build_kernel(tu, checked=checked, dialect=dialect, settings=settings,
+                         vetting=vetting)
+    return build, workitems.MODE_FIBERS if needs_sync else workitems.MODE_LOOP
 
 
 def build_kernel(tu: str, *, checked: bool, dialect: str = "metal",

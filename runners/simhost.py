@@ -84,6 +84,7 @@ class LaunchSpec:
     tg_mem_limit: int
     dyn_smem: int = 0
     checked: bool = True
+    count: bool = False  # performance counters (rt/counters.cpp); only with checked
 
 
 # Per buffer, in elements: {"read": (lo, hi) | None, "write": (lo, hi) | None}, hi exclusive.
@@ -101,6 +102,7 @@ class LaunchResult:
     lockdown: str = "none"  # what the host installed: landlock+seccomp, seccomp, none
     lockdown_s: float = 0.0  # the host's time installing it
     extents: dict[str, Extents] = field(default_factory=dict)  # checked mode only
+    counters: dict = field(default_factory=dict)  # count mode only (runners/perf_model.py)
 
     @property
     def ok(self) -> bool:
@@ -117,6 +119,11 @@ class SimRecord(LaunchRecord):
     # Checked mode: buffer name -> {"read": (lo, hi) | None, "write": (lo, hi) | None}, the
     # elements [lo, hi) any thread read or wrote, redzones included; {} in fast mode.
     extents: dict[str, Extents] = field(default_factory=dict)
+    # Count mode: the host's performance counters (rt/counters.cpp; read by runners/perf).
+    counters: dict = field(default_factory=dict)
+    # How a group ran (runners/workitems.py): "work-item loops" (barrier-free regions as loops
+    # over the group's threads), "thread loop" (no barrier) or "fibers"; "" when not built.
+    mode: str = ""
 
 
 def launch_dims(value, what: str) -> tuple[int, int, int]:
@@ -201,6 +208,16 @@ def _extents(raw: dict) -> dict[str, Extents]:
             for name, sides in (raw.get("extents") or {}).items()}
 
 
+def _counters(raw: dict) -> dict:
+    """The host's "counters" (count mode): numbers as ints; "buffers" maps each buffer's name
+    to its own counts."""
+    out = {}
+    for key, value in raw.get("counters", {}).items():
+        out[key] = ({name: {k: int(v) for k, v in counts.items()} for name, counts in
+                     value.items()} if isinstance(value, dict) else int(value))
+    return out
+
+
 def _death(returncode: int, jailed: bool) -> Finding:
     """Why the host died without a result: bubblewrap reports a signal as 128 + its number."""
     sig = -returncode if returncode < 0 else (returncode - 128 if jailed and 128 < returncode
@@ -240,7 +257,8 @@ def run_launch(library: Path, spec: LaunchSpec, args: list[BufferArg | ScalarArg
                  "grid {} {} {}".format(*spec.grid_threads),
                  f"nonuniform {int(spec.nonuniform)}", f"tg_mem {spec.tg_mem_limit}",
                  f"dyn_smem {spec.dyn_smem}", f"threads {threads}",
-                 f"checked {int(spec.checked)}", f"result {work / 'result.json'}",
+                 f"checked {int(spec.checked)}", f"count {int(spec.count and spec.checked)}",
+                 f"result {work / 'result.json'}",
                  f"printf {work / 'printf.txt'}", f"lockdown {lockdown}"]
         for i, arg in enumerate(args):
             if isinstance(arg, BufferArg):
@@ -284,7 +302,8 @@ def run_launch(library: Path, spec: LaunchSpec, args: list[BufferArg | ScalarArg
                               kernel_s=float(raw.get("kernel_s", 0.0)),
                               lockdown=str(raw.get("lockdown", "none")),
                               lockdown_s=float(raw.get("lockdown_s", 0.0)),
-                              extents=_extents(raw))
+                              extents=_extents(raw),
+                              counters=_counters(raw))
         if raw["status"] == "ok":
             for i, arg in enumerate(args):
                 if isinstance(arg, BufferArg) and arg.mode != "in":

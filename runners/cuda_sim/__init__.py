@@ -19,16 +19,17 @@ from pathlib import Path
 
 import numpy as np
 
-from runners import conditionals, limits, ptx, srcrewrite
+from runners import conditionals, limits, ptx, srcrewrite, workitems
 from runners.base import Runner
 from runners.settings import load_settings
-from runners.simbuild import SIMCORE, Diagnostic, Vetting, build_kernel, kernel_tail
+from runners.simbuild import SIMCORE, Diagnostic, Vetting, build_modes, kernel_tail
 from runners.simfaults import CompileError, KernelFault
 from runners.simhost import BufferArg, LaunchSpec, ScalarArg, SimRecord, launch_dims, run_launch
 from runners.structs import WithPointers
 
 STATIC_SHARED_LIMIT = limits.CUDA_STATIC_SHARED
 # Calls that need the fiber scheduler (a rendezvous of a warp or block).
+_GROUP_BUILTINS = frozenset({"blockIdx", "blockDim", "gridDim", "warpSize"})  # one per block
 _SYNC = re.compile(r"\b(__syncthreads\w*|__syncwarp|__shfl\w*|__ballot_sync|__any_sync|"
                    r"__activemask|__all_sync|__reduce_\w+_sync|__match_\w+_sync|"
                    r"cooperative_groups|this_thread_block|tiled_partition|load_matrix_sync|"
@@ -196,11 +197,17 @@ class RawKernel:
             return code, None
         return code, _vetting(self._translation_unit(self._source(edit=pending.mark)), pending)
 
-    def _translation_unit(self, code: str | None = None) -> str:
-        code = self._prepared()[0] if code is None else code
+    @staticmethod
+    def _rewritten(code: str) -> str:
         code = ptx.lower_source(code).source  # what is not lowered was refused above
         code = srcrewrite.rewrite_group_storage(code, "__shared__")
-        code = srcrewrite.rewrite_cuda_vector_casts(code)
+        return srcrewrite.rewrite_cuda_vector_casts(code)
+
+    def _translation_unit(self, code: str | None = None, formed: str | None = None) -> str:
+        """The TU to compile; with ``formed`` (the rewritten code in work-item loops), that."""
+        code = self._prepared()[0] if code is None else code
+        regions = formed is not None
+        code = formed if regions else self._rewritten(code)
         defines = "".join(f"#define {name} {value}\n" for name, value in
                           macro_definitions(self.options))
         if re.search(r"\bcub\s*::", code):  # a device-code closure keeps no system include:
@@ -210,11 +217,25 @@ class RawKernel:
         if re.search(r"\bc10\s*::\s*complex\b", code):  # torch's, as device code uses it
             defines += "#include <c10/util/complex.h>\n"
         return (f'{CUDA_HEAD}{defines}#line 1 "{self.filename}"\n{code}\n'
-                + kernel_tail("cuda", bool(_SYNC.search(code)), _INVOKE,
-                              f"  __kp_invoke(&{self.name}, __kp_a);"))
+                + kernel_tail("cuda", bool(_SYNC.search(code)) and not regions, _INVOKE,
+                              f"  __kp_invoke(&{self.name}, __kp_a);", regions=regions))
 
-    def launch(self, grid, block, args, shared_mem: int = 0) -> CudaRun:
-        """Run once; numpy array arguments are updated in place. Returns a CudaRun record."""
+    def _work_items(self, code: str) -> str | None:
+        """The TU with the kernel in work-item loops (runners/workitems.py), or None where it
+        keeps fibers (a warp function, cooperative groups, CUB, a barrier it cannot place)."""
+        if {m[0] for m in _SYNC.finditer(code)} != {"__syncthreads"}:
+            return None
+        try:
+            formed = workitems.form_regions(
+                self._rewritten(code), self.name.split("<")[0].strip(), language="cuda",
+                barrier="__syncthreads", uniform=_GROUP_BUILTINS, varying={})
+        except workitems.NotFormed:
+            return None
+        return self._translation_unit(code, formed=formed)
+
+    def launch(self, grid, block, args, shared_mem: int = 0, *, count: bool = False) -> CudaRun:
+        """Run once; numpy array arguments are updated in place. Returns a CudaRun record;
+        ``count``: a checked run that also fills its ``counters`` (runners/perf)."""
         code, vetting = self._prepared()
         grid, block = launch_dims(grid, "grid"), launch_dims(block, "block")
         try:  # CUDA refuses such a launch (cudaErrorInvalidConfiguration); so does CuPy
@@ -264,14 +285,16 @@ class RawKernel:
                                 f"{type(value).__name__}")
         settings = load_settings()
         tu = self._translation_unit(code)
-        build = build_kernel(tu, checked=settings.sim_checks == "full", dialect="cuda",
-                             settings=settings, vetting=vetting)
+        checked = count or settings.sim_checks == "full"
+        build, mode = build_modes(tu, self._work_items(code), bool(_SYNC.search(code)),
+                                  checked=checked, dialect="cuda", settings=settings,
+                                  vetting=vetting)
         if not build.ok:
             return CudaRun(False, diagnostics=build.diagnostics, source=self.code, build=build)
         spec = LaunchSpec(groups=grid, threadgroup=block,
                           grid_threads=tuple(g * b for g, b in zip(grid, block, strict=True)),
                           nonuniform=False, tg_mem_limit=STATIC_SHARED_LIMIT,
-                          dyn_smem=int(shared_mem), checked=settings.sim_checks == "full")
+                          dyn_smem=int(shared_mem), checked=checked, count=count)
         result = run_launch(build.library, spec, launch_args, settings,
                             source_file=self.filename)
         for name, array in arrays.items():
@@ -280,7 +303,8 @@ class RawKernel:
         return CudaRun(True, findings=result.findings, diagnostics=build.diagnostics,
                        outputs=list(arrays.values()) if result.status == "ok" else [],
                        printf=result.printf, source=self.code, kernel_s=result.kernel_s,
-                       build=build, extents=result.extents)
+                       build=build, extents=result.extents, counters=result.counters,
+                       mode=mode)
 
     def __call__(self, grid, block, args, *, shared_mem: int = 0) -> None:
         run = self.launch(grid, block, args, shared_mem)

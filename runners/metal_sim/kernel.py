@@ -13,11 +13,11 @@ import re
 
 import numpy as np
 
-from runners import conditionals, limits, srcrewrite
+from runners import conditionals, limits, srcrewrite, workitems
 from runners.dtypes import DTYPES, Tensor, dtype_name, poison, to_mx, to_tensor
 from runners.metal_sim import allowlist, codegen, expanded, spaces
 from runners.settings import load_settings
-from runners.simbuild import build_kernel, kernel_tail
+from runners.simbuild import build_modes, kernel_tail
 from runners.simfaults import CompileError, KernelFault
 from runners.simhost import MAX_LAUNCH_BYTES, BufferArg, LaunchSpec, SimRecord, run_launch
 
@@ -27,6 +27,11 @@ _SYNC = re.compile(r"\b(threadgroup_barrier|simdgroup_barrier|simd_\w+|quad_\w+|
                    r"simdgroup_multiply\w*)\b")
 
 
+# Attributes that differ between the threads of a group (work-item loops recompute them).
+_THREAD_ATTRIBUTES = frozenset({
+    "quadgroup_index_in_threadgroup", "simdgroup_index_in_threadgroup",
+    "thread_index_in_quadgroup", "thread_index_in_simdgroup", "thread_index_in_threadgroup",
+    "thread_position_in_grid", "thread_position_in_threadgroup"})
 SimRun = SimRecord  # what MetalKernel.launch returns: outputs are mx.arrays, source MLX's text
 
 
@@ -140,9 +145,16 @@ class MetalKernel:
         attributes = codegen.used_attributes(self.source)
         # the candidate's macros end with its text: kport's entry code below must not see them
         undefs = "".join(f"#undef {n}\n" for n in allowlist.macro_names(header + "\n" + source))
+        entry = _entry_body(func, template, params, attributes)
         tu = (_TU_HEAD + codegen.ATTRIBUTE_HELPERS + body + "\n" + undefs
-              + kernel_tail("metal", bool(_SYNC.search(self.header + self.source)), "",
-                            _entry_body(func, template, params, attributes)))
+              + kernel_tail("metal", bool(_SYNC.search(self.header + self.source)), "", entry))
+        try:
+            formed = _line_directives(text, self._work_items(rewritten, func, attributes),
+                                      header, source, sig_end)
+            regions = (_TU_HEAD + codegen.ATTRIBUTE_HELPERS + formed + "\n" + undefs
+                       + kernel_tail("metal", False, "", entry, regions=True))
+        except workitems.NotFormed:
+            regions = None
         instance = ""
         if template:  # the check instantiates the kernel's body
             full = func + codegen.template_string(template)
@@ -156,7 +168,21 @@ class MetalKernel:
             vet_source = pending.mark("source.metal", source)
         text, _, sig_end = generate(vet_header, vet_source)
         return (tu, _TU_HEAD + _line_directives(text, text, vet_header, vet_source, sig_end)
-                + "\n", check)
+                + "\n", check, regions)
+
+    def _work_items(self, rewritten: str, func: str, attributes) -> str:
+        """The rewritten kernel in work-item loops (runners/workitems.py); NotFormed when it
+        keeps fibers: a SIMD-group function, or a barrier in the header."""
+        syncs = {m[0] for m in _SYNC.finditer(self.header + self.source)}
+        if not syncs:
+            raise workitems.NotFormed("no barrier: the plain thread loop runs it")
+        if syncs != {"threadgroup_barrier"} or _SYNC.search(self.header):
+            raise workitems.NotFormed("SIMD-group functions, or a barrier in the header")
+        varying = {a: f"const {t} {a} = {codegen.ATTRIBUTE_VALUES[a]};" for a, t in attributes
+                   if a in _THREAD_ATTRIBUTES}
+        return workitems.form_regions(
+            rewritten, func, language="cpp", barrier="threadgroup_barrier",
+            uniform={a for a, _ in codegen.ATTRIBUTES} - _THREAD_ATTRIBUTES, varying=varying)
 
     def _source_problems(self) -> tuple[list, conditionals.Pending]:
         """(what the allow-list refuses now, the findings inside #if groups that wait for
@@ -210,12 +236,14 @@ class MetalKernel:
         if problems:  # refused before anything is compiled
             return SimRun(False, diagnostics=[p.diagnostic() for p in problems], source=shown)
         settings = load_settings()
-        tu, vetted, check = self._translation_units(tensors, out_types, template, pending)
-        build = build_kernel(tu, checked=settings.sim_checks == "full", settings=settings,
-                             vetting=expanded.with_address_spaces(
-                                 expanded.vetting(_CANDIDATE_FILES, "source.metal", vetted,
-                                                  pending),
-                                 _CANDIDATE_FILES, check, settings))
+        tu, vetted, check, regions = self._translation_units(tensors, out_types, template,
+                                                             pending)
+        vetting = expanded.with_address_spaces(
+            expanded.vetting(_CANDIDATE_FILES, "source.metal", vetted, pending),
+            _CANDIDATE_FILES, check, settings)
+        build, mode = build_modes(tu, regions, _SYNC.search(self.header + self.source),
+                                  checked=settings.sim_checks == "full", settings=settings,
+                                  vetting=vetting)
         if not build.ok:
             return SimRun(False, diagnostics=build.diagnostics, source=shown, build=build)
         outputs = [poison(tuple(s), n, init_value) for s, n in zip(output_shapes, out_names,
@@ -228,7 +256,7 @@ class MetalKernel:
         result = run_launch(build.library, spec, args, settings, source_file="source.metal")
         run = SimRun(True, findings=result.findings, source=shown, printf=result.printf,
                      build=build, diagnostics=build.diagnostics, kernel_s=result.kernel_s,
-                     extents=result.extents)
+                     extents=result.extents, mode=mode)
         if result.status == "ok":
             for name, t in zip(self.output_names, outputs, strict=True):
                 run.outputs.append(to_mx(Tensor(result.outputs[name], t.dtype)))

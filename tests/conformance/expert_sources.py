@@ -1,10 +1,12 @@
 """Real expert Metal kernels, as they ship, for the compile-only conformance tests (issue 14).
 
-Two pinned sources, fetched with pip into ``$KPORT_EXPERT_CACHE`` (default
+Pinned sources, fetched with pip into ``$KPORT_EXPERT_CACHE`` (default
 ``~/.cache/kport/expert-sources``) the first time a test asks, never at import:
 - llama.cpp's ggml-metal kernels (vendored by the llama-cpp-python sdist), each ``.metal`` file
   with its local headers inlined (``inline_local_includes``);
 - mlx-lm's ``mx.fast.metal_kernel`` sources, read from its wheel with ``ast`` (``mlx_lm_kernels``).
+- candle's CUDA and Metal kernel crates as the candle-nn sdist vendors them
+  (``candle_kernel_trees``), for the KB's pairing of a tree (tests/knowledge/test_pairing.py).
 MLX's own kernels are not among them: its wheels ship only the headers (the instantiating .metal
 files and the sdist are not published), so they would need instantiations written here.
 When the registry cannot be reached, ``SourcesUnavailable`` carries pip's last line.
@@ -30,6 +32,10 @@ from pathlib import Path
 LLAMA_CPP = ("llama-cpp-python", "0.3.36")
 MLX_LM = ("mlx-lm", "0.32.2")
 GGML_METAL = "vendor/llama.cpp/ggml/src/ggml-metal"
+# candle's CUDA and Metal kernel crates, as the candle-nn sdist vendors them (crates.io is not
+# reachable here; PyPI is): candle-kernels/src (.cu) and candle-metal-kernels/src (.metal)
+CANDLE = ("candle-nn", "0.4.2")
+PINNED_SHA256 = {CANDLE: "55db19049207d958a8d2409cce678e7d527b99b1a935d3c36f6d910760fd1766"}
 
 
 class SourcesUnavailable(Exception):
@@ -79,9 +85,13 @@ def _download_sdist(package: tuple[str, str], into: Path) -> Path:
     except (OSError, ValueError, KeyError, StopIteration) as err:
         raise SourcesUnavailable(f"{name}=={version}: no sdist from {REGISTRY} ({err})") from None
     digest = url.get("digests", {}).get("sha256")
-    if digest and hashlib.sha256(target.read_bytes()).hexdigest() != digest:
+    got = hashlib.sha256(target.read_bytes()).hexdigest()
+    if digest and got != digest:
         raise SourcesUnavailable(f"{name}=={version}: the sdist's sha256 does not match the "
                                  "registry's")
+    if package in PINNED_SHA256 and got != PINNED_SHA256[package]:
+        raise SourcesUnavailable(f"{name}=={version}: the sdist's sha256 {got} is not the "
+                                 f"pinned {PINNED_SHA256[package]}")
     return target
 
 
@@ -115,6 +125,14 @@ def fetch(package: tuple[str, str], wanted: str, extra: tuple[str, ...] = ()) ->
                     _write(folder / path, t.extractfile(member).read())
     done.write_text(f"{package[0]}=={package[1]}: {wanted}\n")
     return folder
+
+
+def candle_kernel_trees() -> tuple[Path, Path]:
+    """candle's CUDA kernel folder and its Metal kernel folder (candle-kernels/src,
+    candle-metal-kernels/src) from the pinned candle-nn sdist. Raises SourcesUnavailable."""
+    root = fetch(CANDLE, "candle-kernels/src/", SDIST_ONLY)
+    fetch(CANDLE, "candle-metal-kernels/src/", SDIST_ONLY)
+    return root / "candle-kernels" / "src", root / "candle-metal-kernels" / "src"
 
 
 def _write(path: Path, data: bytes) -> None:

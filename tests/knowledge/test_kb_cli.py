@@ -106,14 +106,15 @@ def test_import_llama_cpp_archive_pairs_and_remove(cli, fresh_home, tmp_path):
     proc = cli("kb", "import-llama-cpp", str(archive), "--json", home=fresh_home)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert (out["added"], out["pairs"]) == (3, 1)
+    # rms_norm_f32 has no Metal counterpart: left out (kb/cli.py, --keep-unpaired)
+    assert (out["added"], out["pairs"], out["pairing"]["cuda_left_out"]) == (2, 1, 1)
     proc = cli("kb", "search", "soft_max_f32", "--kind", "analogues", "--language", "cuda",
                  "-k", "1", "--json", home=fresh_home)
     hit = json.loads(proc.stdout)[0]
     assert hit["metadata"]["source"] == "llama.cpp:9.9.9"
     assert hit["pair"]["metadata"]["kernel"] == "kernel_soft_max"
     proc = cli("kb", "remove", "llama.cpp:9.9.9", "--json", home=fresh_home)
-    assert json.loads(proc.stdout)["removed"] == {"analogues": 3}
+    assert json.loads(proc.stdout)["removed"] == {"analogues": 2}
 
 
 def _free_port() -> int:

@@ -131,11 +131,23 @@ static void tg_access(Worker* w, size_t off, size_t n, bool write, void* pc, uns
   }
 }
 
+// Set while __kp_check_access checks an atomic it has counted already (counters.cpp).
+static thread_local bool t_counted = false;
+struct CountPause {
+  CountPause() { t_counted = true; }
+  ~CountPause() { t_counted = false; }
+};
+
 static inline void on_access(void* p, size_t n, bool write, void* pc, unsigned line = 0) {
   Worker* w = t_worker;
   if (!w || !w->running) return;
   uintptr_t a = (uintptr_t)p;
   uintptr_t tg = (uintptr_t)w->tg_arena;
+  if (g_launch.count && !t_counted) {  // performance counters (counters.cpp)
+    bool shared = a - tg < w->tg_capacity ||
+                  (w->dyn_smem && a - (uintptr_t)w->dyn_smem < g_launch.dyn_smem);
+    count_access(w, a, n, write, pc, shared ? 1 : 0);
+  }
   if (a - tg < w->tg_capacity) return tg_access(w, a - tg, n, write, pc, line);
   if (w->dyn_smem && a - (uintptr_t)w->dyn_smem < g_launch.dyn_smem + 64) {
     if (a + n > (uintptr_t)w->dyn_smem + g_launch.dyn_smem) {
@@ -194,6 +206,12 @@ void __kp_check_access(const void* addr, size_t size, int is_write, unsigned lin
   __kp::Worker* w = __kp::t_worker;
   if (!__kp::g_launch.checked || !w || !w->running) return;
   uintptr_t a = (uintptr_t)addr, tg = (uintptr_t)w->tg_arena;
+  if (__kp::g_launch.count) {  // counted here as an atomic; on_access below must not count it
+    bool shared = a - tg < w->tg_capacity ||
+                  (w->dyn_smem && a - (uintptr_t)w->dyn_smem < __kp::g_launch.dyn_smem);
+    __kp::count_access(w, a, size, is_write, __KP_PC, shared ? 3 : 2);
+  }
+  __kp::CountPause pause;
   if (a - tg < w->tg_capacity) {
     // Atomics: bounds only; mark the bytes as written so later plain reads are not "uninitialised".
     const __kp::TgVar* before;

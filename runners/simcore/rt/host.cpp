@@ -4,7 +4,7 @@
 //
 // Request file (one item per line; written by runners/simhost.py):
 //   kernel PATH | groups X Y Z | tg X Y Z | grid X Y Z | nonuniform 0|1 | tg_mem BYTES
-//   dyn_smem BYTES | threads N | checked 0|1 | stack BYTES | result PATH | printf PATH
+//   dyn_smem BYTES | threads N | checked 0|1 | count 0|1 | stack BYTES | result PATH | printf PATH
 //   lockdown required|optional
 //   buffer NAME ELEM_SIZE BYTES in|out|inout PATH [detached]      scalar NAME HEXBYTES
 //   pointer SCALAR OFFSET BUFFER  (a struct scalar's pointer field: the address of a detached
@@ -191,6 +191,7 @@ static void write_result(const char* status, const Finding* fatal) {
   }
   out += ']';
   if (g_launch.checked) write_extents(out);
+  if (g_launch.count) write_counters(out);
   out += "}\n";
   if (!write_all(g_result_fd, out.data(), out.size())) _exit(70);
   if (g_printf_fd >= 0) write_all(g_printf_fd, g_printf.data(), g_printf.size());
@@ -379,6 +380,7 @@ static void parse_request(const char* path) {
     else if (k == "dyn_smem" && sscanf(line, "%*s %llu", &a) == 1) L.dyn_smem = a;
     else if (k == "threads" && sscanf(line, "%*s %llu", &a) == 1) L.os_threads = (int)a;
     else if (k == "checked" && sscanf(line, "%*s %llu", &a) == 1) L.checked = a;
+    else if (k == "count" && sscanf(line, "%*s %llu", &a) == 1) L.count = a;
     else if (k == "stack" && sscanf(line, "%*s %llu", &a) == 1) L.stack_size = a;
     else if (k == "result" && sscanf(line, "%*s %4095s", s1) == 1) L.result_path = s1;
     else if (k == "printf" && sscanf(line, "%*s %4095s", s1) == 1) L.printf_path = s1;
@@ -530,6 +532,7 @@ int main(int argc, char** argv) {
   dlopen("libm.so.6", RTLD_NOW | RTLD_GLOBAL);
 #endif
   lock_and_load();
+  if (g_launch.count) counters_setup();
   uint64_t total = (uint64_t)g_launch.groups[0] * g_launch.groups[1] * g_launch.groups[2];
   int nthreads = g_launch.os_threads > 0 ? g_launch.os_threads : 1;
   if ((uint64_t)nthreads > total) nthreads = total ? (int)total : 1;
@@ -548,6 +551,7 @@ int main(int argc, char** argv) {
       uint32_t gz = g / ((uint64_t)g_launch.groups[0] * g_launch.groups[1]);
       run_group(w, gx, gy, gz);
     }
+    if (g_launch.count) counters_worker_done();
   };
   std::vector<std::thread> pool;
   double t_start = now();

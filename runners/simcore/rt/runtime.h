@@ -88,6 +88,10 @@ struct Worker {
   uint32_t group_serial = 0;
   char* stacks = nullptr;
   size_t stack_size = 0, stack_stride = 0, stack_count = 0;
+  // Work-item loops: per-thread arrays of the running group, bump-allocated from chunks that
+  // are reused by the next group (kport/workitems.h).
+  std::vector<std::pair<unsigned char*, size_t>> wi_chunks;
+  size_t wi_chunk = 0, wi_used = 0;
 };
 
 struct Launch {
@@ -100,6 +104,7 @@ struct Launch {
   size_t dyn_smem = 0;
   int os_threads = 1;
   bool checked = false;        // kernel built with access instrumentation
+  bool count = false;          // performance counters (counters.cpp); needs `checked`
   size_t stack_size = 128 * 1024;
   std::string result_path, printf_path;
   bool lockdown_required = true;  // fail rather than run the kernel without Landlock + seccomp
@@ -127,5 +132,20 @@ void run_group(Worker* w, uint32_t gx, uint32_t gy, uint32_t gz);
 
 // checks.cpp
 Arg* buffer_of(uintptr_t addr);  // buffer whose guarded span holds addr, or null
+
+// counters.cpp: performance counters of a launch with `count` set (written as "counters").
+enum CounterId {
+  C_GLD_INSTR, C_GLD_SECTORS, C_GLD_BYTES, C_GST_INSTR, C_GST_SECTORS, C_GST_BYTES,
+  C_SLD_INSTR, C_SLD_WAVES, C_SST_INSTR, C_SST_WAVES, C_GATOM_INSTR, C_GATOM_OPS,
+  C_SATOM_INSTR, C_SATOM_OPS, C_ATOM_SAME_ADDR, C_BARRIERS, C_COLLECTIVES, C_GROUPS, C_THREADS,
+  C_TG_BYTES, C_LANE_ACCESSES, C_GLD_SEG64, C_GST_SEG64,
+  C_GLD_GROUP_SEG64, C_GST_PARTIAL, C_GST_GROUP_SECTORS, C_COUNT
+};
+void counters_setup();
+// space: 0 global, 1 shared, 2 global atomic, 3 shared atomic
+void count_access(Worker* w, uintptr_t addr, size_t n, bool write, void* pc, int space);
+void count_event(int which);  // C_BARRIERS or C_COLLECTIVES, by the running thread
+void counters_worker_done();
+void write_counters(std::string& out);
 
 }  // namespace __kp

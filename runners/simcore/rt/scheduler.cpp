@@ -214,6 +214,7 @@ void run_group(Worker* w, uint32_t gx, uint32_t gy, uint32_t gz) {
   w->group_serial++;
   w->epoch++;
   if (!L.needs_sync) {  // fast path: the library loops over the threads itself
+    w->wi_chunk = 0, w->wi_used = 0;  // work-item loops' per-thread arrays start afresh
     __kp_thread* t = &w->threads[0].pos;
     for (int d = 0; d < 3; d++) {
       t->gid[d] = g[d], t->tg_size[d] = size[d], t->tg_dispatch[d] = L.tg[d];
@@ -291,6 +292,7 @@ extern "C" uint64_t __kp_simd_sync(const void* value, unsigned size, unsigned li
   SimThread* t = current_or_die("a SIMD-group collective", line);
   Worker* w = t_worker;
   if (__builtin_expect(size > __KP_SLOT_BYTES, 0)) sync_misuse("an oversized collective", line);
+  if (g_launch.count) count_event(C_COLLECTIVES);  // performance counters (counters.cpp)
   if (size) memcpy(t->slot, value, size);
   t->state = T_AT_SIMD;
   t->site = line << 12 | (column & 0xFFF);
@@ -303,6 +305,7 @@ extern "C" uint64_t __kp_simd_sync(const void* value, unsigned size, unsigned li
 
 extern "C" int __kp_barrier(unsigned line, unsigned column, int pred, int op) {
   SimThread* t = current_or_die("a threadgroup barrier", line);
+  if (g_launch.count) count_event(C_BARRIERS);  // performance counters (counters.cpp)
   t->state = T_AT_BARRIER;
   t->site = line << 12 | (column & 0xFFF);
   t->pred = pred;
@@ -333,6 +336,55 @@ extern "C" void* __kp_tg_alloc(const void* site, size_t size, size_t align, cons
   w->tg_vars.push_back(TgVar{site, offset, size, name, line});
   memset(w->tg_arena + offset, 0xFF, w->tg_used - offset);
   return w->tg_arena + offset;
+}
+
+// Work-item loops (kport/workitems.h). Allocations of one group come from the worker's
+// chunks in order; a request larger than what is left of a chunk moves to the next chunk.
+extern "C" void* __kp_wi_alloc(size_t size, size_t align, uint32_t n) {
+  Worker* w = t_worker;
+  if (size > g_launch.stack_size) {  // what overflows a fiber's stack is refused here too
+    char msg[200];
+    snprintf(msg, sizeof msg, "stack overflow of a simulated thread (%zu-byte stacks): a "
+             "%zu-byte local lives across a barrier; large thread-local arrays",
+             g_launch.stack_size, size);
+    finish_fatal(__KP_F_LIMIT, 0, msg, w->running ? &w->running->pos : nullptr, nullptr);
+  }
+  size_t bytes = size * (n ? n : 1);
+  if (align < 16) align = 16;
+  for (;;) {
+    if (w->wi_chunk == w->wi_chunks.size()) {
+      size_t cap = bytes + align > ((size_t)1 << 20) ? bytes + align : (size_t)1 << 20;
+      unsigned char* p = (unsigned char*)malloc(cap);
+      if (!p) finish_fatal(__KP_F_LIMIT, 0, "cannot allocate per-thread arrays", nullptr, nullptr);
+      w->wi_chunks.push_back({p, cap});
+      w->wi_used = 0;
+    }
+    auto& c = w->wi_chunks[w->wi_chunk];
+    size_t at = ((uintptr_t)c.first + w->wi_used + align - 1) / align * align - (uintptr_t)c.first;
+    if (at + bytes <= c.second) {
+      w->wi_used = at + bytes;
+      return c.first + at;
+    }
+    w->wi_chunk++, w->wi_used = 0;
+  }
+}
+
+extern "C" unsigned char* __kp_wi_flags(uint32_t n) {
+  unsigned char* p = (unsigned char*)__kp_wi_alloc(1, 1, n);
+  memset(p, 0, n);
+  return p;
+}
+
+extern "C" void __kp_wi_barrier(unsigned line, unsigned column, uint32_t live, uint32_t done) {
+  (void)column;
+  Worker* w = t_worker;
+  if (live && done)
+    report_at(__KP_F_DIVERGENCE, line, &w->running->pos,
+              "barrier reached by %u of %u threads of the group; %u threads had already "
+              "returned (on a GPU this is undefined behaviour)", live, live + done, done);
+  if (g_launch.count)
+    for (uint32_t i = 0; i < live; i++) count_event(C_BARRIERS);
+  w->epoch++;
 }
 
 extern "C" void* __kp_dyn_smem(void) { return t_worker->dyn_smem; }

@@ -18,6 +18,10 @@ extern "C" void __kp_kernel_run_threads(void** a, __kp_thread* t) {
   const uint32_t n = nx * ny * nz, full = n / __KP_SIMD_WIDTH * __KP_SIMD_WIDTH;
   uint32_t linear = 0;
   __kp_cur = t;
+#if __KP_REGIONS  // work-item loops (kport/workitems.h): the body loops over the threads itself
+  __kp_entry_body(a);
+  return;
+#endif
   for (uint32_t z = 0; z < nz; z++)
     for (uint32_t y = 0; y < ny; y++)
       for (uint32_t x = 0; x < nx; x++, linear++) {

@@ -37,7 +37,7 @@ struct __kp_thread {
 
 // The running thread. Defined (initial-exec TLS) by each kernel library (kernel_abi.h), which
 // exports __kp_kernel_current_slot() so the scheduler can point it at the fiber it runs.
-extern __thread __kp_thread* __kp_cur;
+extern __thread __kp_thread* __kp_cur __attribute__((tls_model("initial-exec")));
 
 // Severity and kind of a finding reported by a shim (the runtime adds thread/group/line).
 enum __kp_finding_kind {
@@ -103,3 +103,4 @@ extern "C" void __kp_kernel_run_threads(void** args, __kp_thread* group);  // no
 extern "C" __kp_thread** __kp_kernel_current_slot(void);
 extern "C" const int __kp_kernel_needs_sync;      // 0: no barrier/collective in the source
 extern "C" const char* const __kp_kernel_dialect; // "metal" or "cuda"
+#include "workitems.h"
