@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from agent.llm import public_url, redact
+from agent.rewrites import fingerprint
 from corpus.candidate import Candidate
 from corpus.check import compiled_by
 from runners.sandbox import isolation
@@ -30,6 +31,13 @@ def shipped(state: dict) -> Candidate | None:
         if not cand.error:
             return cand
     return None
+
+
+def shipped_node(state: dict) -> int | None:
+    """The id of the optimisation tree's node the package ships (None without a tree)."""
+    ship = shipped(state)
+    key = fingerprint(ship) if ship is not None else None
+    return next((n["id"] for n in state.get("tree", []) if n.get("fingerprint") == key), None)
 
 
 def build_report(state: dict, *, source: str, case, mode: str, llm_name: str | None,
@@ -66,7 +74,9 @@ def build_report(state: dict, *, source: str, case, mode: str, llm_name: str | N
         "sanitizer": chk.get("sanitizer", {}),
         "performance": (best or {}).get("bench") or {"note": "no correct port to measure"},
         "attempts": attempts,
-        "optimisation": {"note": state.get("opt_note", ""), "tree": state.get("tree", [])},
+        "optimisation": {"note": state.get("opt_note", ""), "tree": state.get("tree", []),
+                         "shipped_node": shipped_node(state),
+                         "scores": ((best or {}).get("bench") or {}).get("note", "")},
         "fix_rules": state.get("fixes", []),
         "llm": {"mode": mode, "model": llm_name, "base_url": public_url(base_url),
                 "calls": state.get("llm_calls", 0),
@@ -190,13 +200,7 @@ def report_markdown(rep: dict) -> str:
     out += [f"{a['iteration']}. {a['origin']} ({a['phase']}): {a['summary']}"
             + (f" — {a['feedback'][0][:160]}" if a["feedback"] else "")
             for a in rep["attempts"]]
-    opt = rep["optimisation"]
-    out += ["", "## Optimisation", "", opt["note"] or "-"]
-    for n in opt["tree"]:
-        what = f"{n['action']} on node {n['parent']}" if n.get("action") else "root"
-        detail = (f"score {n['score']['kind']} {n['score']['value']:g}" if n.get("score")
-                  else "; ".join(n.get("notes", []))[:160])
-        out.append(f"- node {n['id']} ({what}): {n['status']}; {detail}")
+    out += ["", "## Optimisation", ""] + tree_markdown(rep["optimisation"])
     out += ["", "## LLM", "", f"mode {llm['mode']}; model {llm['model'] or '-'}; "
             f"{llm['calls']} calls, {llm['total_tokens']} tokens"
             + (" (estimated)" if llm["tokens_estimated"] else "")]
@@ -206,6 +210,42 @@ def report_markdown(rep: dict) -> str:
         out += ["", "## Notes", ""] + [f"- {n}" for n in rep["notes"]]
     out += ["", "## Files", ""] + [f"- {f}" for f in rep["package"].get("files", [])]
     return "\n".join(out) + "\n"
+
+
+def _tree_line(n: dict, shipped_id, root_s) -> str:
+    what = f"{n['action']} ({n['title']})" if n.get("title") else (n.get("action") or "root")
+    if n.get("predicted_s") is not None:
+        detail = f"predicted {n['predicted_s'] * 1e6:.4g} µs, {n['bottleneck']}-bound"
+        if root_s and n.get("parent") is not None:
+            detail += f", {n['predicted_s'] / root_s - 1:+.1%} vs the root"
+    elif n.get("score"):
+        detail = f"score {n['score']['kind']} {n['score']['value']:g}"
+    else:
+        detail = _cell("; ".join(n.get("notes", [])), 160)
+    mark = " **<- shipped**" if n["id"] == shipped_id else ""
+    return f"node {n['id']} {what}: {n['status']}; {detail}{mark}"
+
+
+def tree_markdown(opt: dict) -> list[str]:
+    """The optimisation tree as nested Markdown bullets: each node's rewrite, verdict,
+    predicted time and bottleneck (or score, or why it was rejected), the shipped one marked."""
+    out = [opt["note"] or "-"]
+    tree = opt.get("tree", [])
+    if not tree:
+        return out
+    if opt.get("scores"):
+        out += ["", opt["scores"]]
+    root_s = tree[0].get("predicted_s")
+    children: dict = {}
+    for n in tree:
+        children.setdefault(n.get("parent"), []).append(n)
+    out.append("")
+    stack = [(n, 0) for n in reversed(children.get(None, []))]
+    while stack:
+        n, depth = stack.pop()
+        out.append("  " * depth + "- " + _tree_line(n, opt.get("shipped_node"), root_s))
+        stack += [(c, depth + 1) for c in reversed(children.get(n["id"], []))]
+    return out
 
 
 def write_report(folder: Path, rep: dict) -> None:

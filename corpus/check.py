@@ -233,8 +233,9 @@ def _device(value: np.ndarray, arg) -> np.ndarray:
     return np.concatenate([value, np.zeros(8 - value.size, value.dtype)])
 
 
-def run_metal(case: CaseSpec, sizes: dict[str, int], inputs: dict):
-    """Run the Metal port in metal_sim; returns (outputs by argument name, record)."""
+def run_metal(case: CaseSpec, sizes: dict[str, int], inputs: dict, *, count: bool = False):
+    """Run the Metal port in metal_sim; returns (outputs by argument name, record). ``count``:
+    fill the record's performance counters (kport perf)."""
     import mlx.core as mx  # lazy: MLX is heavy (Metal on macOS); only a Metal run needs it
 
     m, where = case.metal, f"{case.folder / 'case.toml'}: metal"
@@ -258,7 +259,7 @@ def run_metal(case: CaseSpec, sizes: dict[str, int], inputs: dict):
     sim = runners.get("metal_sim").kernel(*args, atomic_outputs=m.atomic_outputs)
     inplace = [i for i, a in enumerate(out_args) if a.role == "inout"]
     merge = inplace and not m.atomic_outputs and m.init_value is None
-    record = sim.launch(**(launch | {"init_value": 0} if merge else launch))
+    record = sim.launch(**(launch | {"init_value": 0} if merge else launch), count=count)
     if record.compiled and apple_compiler():
         record = _apple_gate(record, args, m.atomic_outputs, launch)
     outs = {}

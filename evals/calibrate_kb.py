@@ -147,7 +147,9 @@ def main(argv: list[str] | None = None) -> dict:
             hx, hy = _arrays(obs[1::2])
             p = 1.0 / (1.0 + np.exp(-(hx @ w + b)))
             result["held_out"][kind] = {"queries": len(obs[1::2]), **reliability(p, hy)}
-            if kind in shipped:  # how the coefficients kport ships fare on today's ranking
+            if len(shipped.get(kind, {}).get("weights", ())) == len(FEATURES):
+                # how the coefficients kport ships fare on today's ranking (when they read the
+                # same features)
                 m = shipped[kind]
                 p = 1.0 / (1.0 + np.exp(-(hx @ np.array(m["weights"]) + m["bias"])))
                 result["shipped_held_out"][kind] = reliability(p, hy)

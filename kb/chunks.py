@@ -106,6 +106,17 @@ def fix_chunks(source: str = "kport-rules") -> list[Chunk]:
     return out
 
 
+def prose_of(title: str, text: str) -> str:
+    """The words of a knowledge chunk (rule, fix, fact) that say what it is about: its title and
+    text without the lines that spell code (``CUDA:``, ``Metal:``) and without the examples.
+    A question in words matches these; in the whole text its words weigh less beside the
+    code."""
+    lines = text.split("\nCUDA example:", 1)[0].split("\n")
+    if lines[0] == title:  # rules and fixes open with their title
+        lines = lines[1:]
+    return "\n".join([title, *(x for x in lines if not x.startswith(("CUDA: ", "Metal: ")))])
+
+
 def name_terms(kernel: str, path: str = "", title: str = "") -> list[str]:
     """Words that name what a chunk is: its kernel name, file stem and title, split at ``_`` and
     camelCase, with adjacent words also joined (``soft_max`` -> soft, max, softmax)."""

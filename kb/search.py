@@ -1,14 +1,17 @@
-"""Retrieval over the store: dense (sentence-transformers + chromadb), BM25 (bm25s, code-aware
-tokens) and their reciprocal-rank fusion, filterable by collection, category, features and
-language. A hit from a known CUDA/Metal pair carries its counterpart.
+"""Retrieval over the store: dense (sentence-transformers vectors kept in chromadb), BM25 (bm25s,
+code-aware tokens) and their reciprocal-rank fusion, filterable by collection, category,
+features and language. A hit from a known CUDA/Metal pair carries its counterpart.
 
 Hybrid fuses three channels: dense, BM25 over the text, and BM25 over the words that name a
-chunk (kernel name, file stem, title). Each channel ranks the candidates of all the collections
-searched together, so the best match leads whatever its collection. A query that is CUDA code is
-expanded with the Metal forms of the concept rules it uses, so a CUDA kernel finds Metal ports
-whose text shares no CUDA spelling with it. A text question drops its stopwords, weighs BM25
-twice, and uses the names channel on kernels only; BM25 terms are lightly stemmed (plurals,
--ing, -ed, -ly) on both sides.
+chunk (kernel name, file stem, title); a text question also reads BM25 over the prose of the
+rules, fixes and facts (their text without code spellings and examples). Each channel ranks
+the candidates of all the collections searched together, so the best match leads whatever its
+collection. A query that is CUDA code is expanded with the Metal forms of the concept rules
+it uses, so a CUDA kernel finds Metal ports whose text shares no CUDA spelling with it, and a
+port channel ranks the Metal kernels whose names pair with the query kernel's. A text
+question drops its stopwords, weighs BM25 twice, uses the names channel on kernels only and the
+prose channel on knowledge only; BM25 terms are lightly stemmed (plurals, -ing, -ed, -ly) on
+both sides. The two sides of a known CUDA/Metal pair are one hit.
 """
 
 from __future__ import annotations
@@ -27,8 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
-from kb.chunks import COLLECTIONS, embed_text, name_terms
+from kb.chunks import COLLECTIONS, embed_text, name_terms, prose_of
 from kb.features import FEATURES, chunk_features
+from kb.pairing import MIN_NAME, name_score
 from kb.parse import functions, kernel_closure
 from kb.rules_match import kernel_tokens, match_rules
 from kb.store import KBError, KBStore
@@ -37,10 +41,14 @@ RRF_K = 60
 # Channel weights in the fusion. A text question leans on BM25 over the rule text (tuned on the
 # "tune" half of evals/data/kb_questions.toml); its names channel looks only at kernels
 # (analogues, docs), whose names say what they are, not at rule titles, which BM25 already reads.
-CODE_WEIGHTS = {"dense": 1.0, "bm25": 1.0, "names": 1.0}
-TEXT_WEIGHTS = {"dense": 1.0, "bm25": 2.0, "names": 1.0}
+# A text question's prose channel reads the knowledge collections (rules, fixes, facts) without
+# their code spellings and examples: field weighting, so the words of a rule's title, notes and
+# pitfalls count beside the code (tune half and calibration questions: MRR up on both).
+CODE_WEIGHTS = {"dense": 1.0, "bm25": 1.0, "names": 1.0, "port": 1.0}
+TEXT_WEIGHTS = {"dense": 1.0, "bm25": 2.0, "names": 1.0, "prose": 1.0}
 TEXT_NAMED = ("analogues", "docs")
-TOKENS = 2  # version of code_words: a BM25 cache built with another one is rebuilt
+PROSE = ("rules", "fixes", "arch")
+TOKENS = 3  # version of the cached indexes: a BM25 cache built with another one is rebuilt
 QUERY_CODE_CHARS = 600  # of a code query embedded after its head
 # Model tokens of a code query: the language-neutral head (names, category, features, Metal
 # forms) and little code. It bounds a warm query's cost, and the head finds Metal ports better
@@ -133,6 +141,7 @@ class QueryView:
     names: list[str]
     dense: str
     is_code: bool = False
+    kernel: str = ""  # the name of a CUDA query's kernel
 
 
 def query_view(query: str, expand: bool = True) -> QueryView:
@@ -154,7 +163,7 @@ def query_view(query: str, expand: bool = True) -> QueryView:
     names = [w for k in kernels for w in name_terms(k.name)]
     text = query + ("\n" + "\n".join(forms) if forms else "")
     return QueryView(text, names, embed_text(kernels[0].name, query[:QUERY_CODE_CHARS], meta),
-                     is_code=True)
+                     is_code=True, kernel=kernels[0].name)
 
 
 def query_terms(view: QueryView) -> tuple[list[str], list[str]]:
@@ -195,23 +204,38 @@ def _best_first(scores: np.ndarray, top: int | None) -> np.ndarray:
     return sel[np.lexsort((sel, -scores[sel]))]
 
 
-_LOADED: dict[Path, tuple] = {}  # folder -> (index, ids, metadatas), per process
+@dataclass(frozen=True)
+class Indexes:
+    """The BM25 indexes of one collection's revision (text, names, and prose for knowledge
+    collections), its chunks' unit vectors, and what ranking needs of its chunks."""
+
+    channels: dict  # channel name -> bm25s index
+    vectors: np.ndarray  # one unit-length row per chunk, in the order of ids
+    ids: list[str]
+    metadatas: list[dict]
+    metal: dict[str, str]  # the kernel name of each Metal chunk, by id
+    pairs: dict[str, str]  # the id of each paired chunk's counterpart, by id
+
+
+_LOADED: dict[Path, Indexes] = {}  # folder -> its indexes, per process
 
 
 class BM25Cache:
-    """The BM25 index of one collection, cached on disk per store revision (and in memory once
-    loaded)."""
+    """The BM25 indexes and the vectors of one collection, cached on disk per store revision
+    (and in memory once loaded). Dense search is exact over these vectors: chromadb's
+    approximate (HNSW) query now and then left out a nearest chunk, so the same query on the
+    same store ranked differently from one process to the next."""
 
     def __init__(self, store: KBStore, name: str, cache_root: Path, rev: str | None = None):
         self.store, self.name, self.rev = store, name, rev
         key = hashlib.sha256(store.location.encode()).hexdigest()[:16]
         self.root = cache_root / "bm25" / key / name
 
-    def load(self):
-        """(text index, name index, ids, metadatas) for the current revision, built when
-        missing. Several processes may build the same revision at once: each writes its own
-        temporary folder and the first rename wins."""
-        import bm25s  # lazy: it pulls in scipy (~0.4 s); only a BM25 or hybrid search needs it
+    def load(self) -> Indexes | None:
+        """The indexes of the current revision, built when missing; None when the collection
+        is empty. Several processes may build the same revision at once: each
+        writes its own temporary folder and the first rename wins."""
+        import bm25s  # lazy: it pulls in scipy (~0.4 s); only a search needs it
 
         rev = self.rev or self.store.revision(self.name)
         folder = self.root / rev
@@ -219,14 +243,20 @@ class BM25Cache:
             return _LOADED[folder]
         for _ in range(3):
             if not (folder / "ids.json").is_file() and not self._build(folder):
-                return None, None, [], []
+                return None
             try:
                 meta = json.loads((folder / "ids.json").read_text())
                 if meta.get("tokens") != TOKENS:
                     raise ValueError("built with other BM25 terms")
-                _LOADED[folder] = (bm25s.BM25.load(str(folder / "text")),
-                                   bm25s.BM25.load(str(folder / "names")), meta["ids"],
-                                   meta["metadatas"])
+                channels = {c: bm25s.BM25.load(str(folder / sub)) for c, sub in
+                            (("bm25", "text"), ("names", "names"), ("prose", "prose"))
+                            if (folder / sub).is_dir()}
+                rows = list(zip(meta["ids"], meta["metadatas"], strict=True))
+                _LOADED[folder] = Indexes(
+                    channels, np.load(folder / "vectors.npy"), meta["ids"], meta["metadatas"],
+                    {i: str(m.get("kernel", "")) for i, m in rows
+                     if m.get("language") == "metal"},
+                    {i: str(m["pair_id"]) for i, m in rows if m.get("pair_id")})
                 return _LOADED[folder]
             except (FileNotFoundError, json.JSONDecodeError, ValueError):
                 # Removed by a writer's clean-up of old revisions, or left by an older kport
@@ -238,9 +268,11 @@ class BM25Cache:
     def _build(self, folder: Path) -> bool:
         import bm25s  # lazy: as in load()
 
-        got = self.store.documents(self.name)
+        got = self.store.documents(self.name, include_embeddings=True)
         if not got["ids"]:
             return False
+        vectors = np.asarray(got["embeddings"], dtype=np.float32)
+        vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
         pairs = list(zip(got["documents"], got["metadatas"], strict=True))
         text = bm25s.BM25()
         text.index([code_words(f"{m.get('title', '')}\n{d}") for d, m in pairs],
@@ -252,6 +284,12 @@ class BM25Cache:
         tmp = self.root / f".{folder.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
         text.save(str(tmp / "text"))
         names.save(str(tmp / "names"))
+        if self.name in PROSE:
+            prose = bm25s.BM25()
+            prose.index([code_words(prose_of(str(m.get("title", "")), d)) for d, m in pairs],
+                        show_progress=False)
+            prose.save(str(tmp / "prose"))
+        np.save(tmp / "vectors.npy", vectors)
         (tmp / "ids.json").write_text(json.dumps({"ids": got["ids"], "tokens": TOKENS,
                                                   "metadatas": got["metadatas"]}))
         try:
@@ -285,6 +323,19 @@ def _passes(meta: dict, where: dict | None) -> bool:
     return all(meta.get(k) == v for c in conds for k, v in c.items())
 
 
+def _top(scores: np.ndarray, got: Indexes, name: str, n: int, exclude: set[str],
+         where: dict | None, positive: bool) -> list[tuple[float, str, str]]:
+    """(score, collection, id) of the ``n`` best chunks of ``got`` by ``scores`` that pass the
+    filter and are not excluded; with ``positive``, only scores above 0 (BM25 matched)."""
+    out = []
+    for j in _best_first(scores, n + len(exclude) if where is None else None):
+        if len(out) >= n or (positive and scores[j] <= 0):
+            break
+        if got.ids[j] not in exclude and _passes(got.metadatas[j], where):
+            out.append((float(scores[j]), name, got.ids[j]))
+    return out
+
+
 def search(store: KBStore, query: str, *, kinds: list[str] | None = None, k: int = 10,
            category: str | None = None, features: list[str] = (), language: str | None = None,
            method: str = "hybrid", cache_root: Path, exclude: set[str] = frozenset(),
@@ -299,49 +350,60 @@ def search(store: KBStore, query: str, *, kinds: list[str] | None = None, k: int
     kinds = list(kinds or COLLECTIONS)
     where = _where(category, list(features), language)
     view = query_view(query, expand)
-    vector = None if method == "bm25" else store.embedder.query(
-        view.dense, QUERY_CODE_TOKENS if view.is_code else None)
+    vector = None if method == "bm25" else np.asarray(store.embedder.query(
+        view.dense, QUERY_CODE_TOKENS if view.is_code else None), dtype=np.float32)
+    if vector is not None:
+        vector /= max(float(np.linalg.norm(vector)), 1e-12)
     # Each channel ranks its candidates from every collection searched together, so the best
     # match wins whatever its collection (ranking per collection put every collection's first
     # hit at the top); a single collection ranks as before.
     found: dict[str, list[tuple[float, str, str]]] = {}  # channel -> (score, collection, id)
     kinds = [name for name in kinds if store.collection(name) is not None]
-    revs = store.revisions(kinds) if method != "dense" else {}
+    revs = store.revisions(kinds)
     n = max(depth, k + len(exclude))
     text_terms, name_words = (Counter(w) for w in query_terms(view))
     weights = CODE_WEIGHTS if view.is_code else TEXT_WEIGHTS
+    metal_names: dict[str, dict[str, str]] = {}  # CUDA query: collection -> id -> Metal kernel
+    pairs: dict[str, dict[str, str]] = {}  # collection -> id -> the id of its counterpart
     for name in kinds:
-        text_index = name_index = None
-        ids: list[str] = []
-        if method != "dense":
-            text_index, name_index, ids, metas = BM25Cache(store, name, cache_root,
-                                                           revs[name]).load()
-        if vector is not None:  # the BM25 cache knows how many chunks the revision holds
-            found.setdefault("dense", []).extend(
-                (sim, name, i) for i, sim in store.dense(name, vector, n, where,
-                                                         None if method == "dense" else len(ids))
-                if i not in exclude)
+        got = BM25Cache(store, name, cache_root, revs[name]).load()
+        if got is None:
+            continue
+        pairs[name] = got.pairs
+        if vector is not None:  # einsum, not BLAS: a BLAS thread pool on a busy machine is
+            # ten times slower for one matrix-vector product (13 ms instead of 1.4 at 10k chunks)
+            found.setdefault("dense", []).extend(_top(np.einsum("ij,j->i", got.vectors, vector),
+                                                      got, name, n, exclude, where,
+                                                      positive=False))
         if method == "dense":
             continue
-        channels = [("bm25", text_index, text_terms)]
+        if view.is_code and method == "hybrid":
+            metal_names[name] = got.metal
+        channels = [("bm25", text_terms)]
         if method == "hybrid" and (view.is_code or name in TEXT_NAMED):
-            channels.append(("names", name_index, name_words))
-        for channel, index, terms in channels:
+            channels.append(("names", name_words))
+        if method == "hybrid" and not view.is_code and name in PROSE:
+            channels.append(("prose", text_terms))
+        for channel, terms in channels:
+            index = got.channels.get(channel)
             if index is None or not terms:
                 continue
-            scores = bm25_scores(index, terms)
-            kept, taken = found.setdefault(channel, []), 0
-            for j in _best_first(scores, n + len(exclude) if where is None else None):
-                if taken >= n or scores[j] <= 0:
-                    break
-                if ids[j] not in exclude and _passes(metas[j], where):
-                    kept.append((float(scores[j]), name, ids[j]))
-                    taken += 1
+            found.setdefault(channel, []).extend(
+                _top(bm25_scores(index, terms), got, name, n, exclude, where, positive=True))
     fused: dict[tuple[str, str], dict] = {}
     for channel, cands in found.items():
         cands.sort(key=lambda c: -c[0])  # stable: ties keep each collection's order
         for rank, (value, name, i) in enumerate(cands[:n]):
             fused.setdefault((name, i), {})[channel] = (rank, value)
+    # A CUDA query's own port, when stored, is the Metal kernel whose name pairs with the query's
+    # kernel by kb.pairing's rule (op words, variants never crossed): the "port" channel ranks
+    # the candidates that do, so the port is not pushed out by kernels of sibling ops.
+    if view.kernel and method == "hybrid":
+        ports = sorted((-sc, key) for key in fused
+                       if (metal := metal_names.get(key[0], {}).get(key[1])) is not None
+                       and (sc := name_score(view.kernel, metal)) >= MIN_NAME)
+        for rank, (neg, key) in enumerate(ports):
+            fused[key]["port"] = (rank, -neg)
 
     def score(r: dict) -> float:
         if method != "hybrid":
@@ -349,9 +411,16 @@ def search(store: KBStore, query: str, *, kinds: list[str] | None = None, k: int
             return r[key][1] if key in r else -1.0
         return sum(weights[c] / (RRF_K + 1 + rank) for c, (rank, _) in r.items())
 
-    best = sorted(fused.items(), key=lambda kv: (-score(kv[1]), kv[0][1]))
-    best = [(key, r) for key, r in best if score(r) > -1.0][:k]
-    return _hits(store, [(name, i, score(r), r) for (name, i), r in best])
+    # The two sides of a known pair are one hit: the better ranked side, carrying the other as
+    # its ``pair`` (a CUDA kernel and its own port took two places, pushing out a third kernel).
+    best, folded = [], set()
+    for (name, i), r in sorted(fused.items(), key=lambda kv: (-score(kv[1]), kv[0][1])):
+        if len(best) == k or score(r) <= -1.0:
+            break
+        if (name, i) not in folded:
+            folded.add((name, pairs.get(name, {}).get(i)))
+            best.append((name, i, score(r), r))
+    return _hits(store, best)
 
 
 def search_home(settings, query: str, **kwargs) -> list[Hit]:

@@ -371,21 +371,6 @@ class KBStore:
         with self._lock(exclusive=False):
             return col.get(ids=ids, include=["documents", "metadatas"])
 
-    def dense(self, name: str, vector: list[float], k: int, where: dict | None = None,
-              count: int | None = None) -> list:
-        """[(id, cosine similarity)] of the ``k`` nearest chunks in ``name``; ``count``, the
-        number of chunks there when the caller knows it, saves asking the store."""
-        col = self.collection(name)
-        if col is None:
-            return []
-        count = col.count() if count is None else count
-        if not count:
-            return []
-        with self._lock(exclusive=False):
-            got = col.query(query_embeddings=[vector], n_results=min(k, count),
-                            where=where or None, include=["distances"])
-        return [(i, 1.0 - d) for i, d in zip(got["ids"][0], got["distances"][0], strict=True)]
-
     def stats(self) -> dict:
         """Counts per collection and per source, the embedding model and the location."""
         out: dict = {"location": self.location, "embed_model": self.embedder.name,

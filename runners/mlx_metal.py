@@ -3,7 +3,9 @@
 ``metal_kernel(...)`` returns an object that is called exactly like the one
 ``mx.fast.metal_kernel`` returns (it delegates), and whose ``.launch(...)`` returns an MlxRun
 record for harnesses: a kernel MLX cannot build is ``compiled=False`` with MLX's error text as
-its diagnostic, not an exception. ``benchmark`` times a kernel on fresh inputs.
+its diagnostic, not an exception. ``benchmark`` times a kernel on fresh inputs;
+``time_paired`` times a candidate against baselines, paired and alternating, after a
+correctness gate at held-out shapes (runners/timing.py; docs/perf-model.md, "Timing on a Mac").
 
 Importing this module works on any machine; MLX's Metal back-end is only touched when a kernel
 runs, and ``available()`` says whether this machine can run one (Apple Silicon with Metal): it
@@ -24,6 +26,8 @@ from runners.base import LaunchRecord, Runner, Timing
 from runners.dtypes import DTYPES, Tensor, dtype_name, to_tensor
 from runners.metal_sim import codegen
 from runners.simbuild import Diagnostic
+from runners.timing import PairedTiming
+from runners.timing import time_paired as _time_paired
 
 NEEDS_METAL = ("mlx_metal needs Apple Silicon with Metal (mx.metal.is_available() is False "
                "here); run kernels in runners.metal_sim on this machine instead")
@@ -163,6 +167,19 @@ def benchmark(kernel: Callable, make_inputs: Callable[[], list], *, warmup: int 
         if index >= warmup:
             times.append(elapsed)
     return Timing(statistics.median(times), min(times), reps)
+
+
+def time_paired(candidate: Callable, baselines: dict[str, Callable],
+                make_inputs: Callable[[], object], **options) -> PairedTiming:
+    """``runners.timing.time_paired`` on this Mac's GPU (same arguments: each kernel maps
+    inputs to lazy mx.arrays, ``held_out`` is required), with the macOS, GPU and MLX versions
+    recorded. Raises RuntimeError without Metal, so a timing never silently comes from the
+    CPU."""
+    import mlx.core as mx  # lazy: as in available()
+
+    _require_metal()
+    with mx.stream(mx.gpu):
+        return _time_paired(candidate, baselines, make_inputs, **options)
 
 
 # The lambda reads the module's ``available`` at each call, so a test can stand one in.

@@ -11,7 +11,9 @@ only partly). Terms (docs/perf-model.md):
   read first: ECC memory merges the rest);
 - l2: every sector the warps' instructions touch, at the L2's bandwidth;
 - shared: shared-memory wavefronts (bank conflicts included), one per SM per clock;
-- compute: lane operations estimated from the source (``arithmetic_estimate``) at the issue rate;
+- compute: lane operations counted by class (runners/opcount.py) at the issue rate and each
+  class at its own rate (transcendentals, integer multiplies, fp64 are slower); counters
+  without them fall back to an estimate from the source (``arithmetic_estimate``);
 - atomics: serialised same-address updates; sync: barriers and warp collectives;
 - groups: cores starting threadgroups (many tiny groups cost time of their own).
 """
@@ -19,7 +21,7 @@ only partly). Terms (docs/perf-model.md):
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from runners.srcrewrite import tokenize
 
@@ -49,6 +51,18 @@ class ChipParams:
     same_address_atomic_s: float
     group_launch_s: float  # a core starting one threadgroup
     simd_width: int = 32
+    # Lane operations per core per clock by class (runners/opcount.py CLASSES); None: the fp32
+    # rate (lanes_per_core_clock)
+    fp16_per_core_clock: float | None = None
+    fp64_per_core_clock: float | None = None
+    int_per_core_clock: float | None = None
+    int_mul_per_core_clock: float | None = None
+    transcendental_per_core_clock: float | None = None
+
+    def rate(self, cls: str) -> float:
+        """Lane operations of class ``cls`` per core per clock."""
+        value = None if cls == "fp32" else getattr(self, f"{cls}_per_core_clock")
+        return float(value or self.lanes_per_core_clock)
 
 
 @dataclass(frozen=True)
@@ -65,6 +79,7 @@ class Prediction:
     occupancy: float
     dram_bytes: float
     notes: list[str]
+    counters: dict = field(default_factory=dict)  # what it was predicted from, when kept
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -120,6 +135,21 @@ def _dram_reads(counters: dict, chip: ChipParams) -> float:
     return total
 
 
+def _compute(counters: dict, chip: ChipParams, ops_per_access: float) -> float:
+    """Seconds of arithmetic: with counted operations (``ops_<class>``, runners/opcount.py)
+    the larger of issuing every lane operation and memory access at the issue rate and the
+    busiest class at its own rate; else the estimate of lane accesses x (1 + operations per
+    access) at the fp32 rate."""
+    clocks = chip.cores * chip.clock_hz
+    accesses = float(counters.get("lane_accesses", 0.0))
+    if not any(k.startswith("ops_") for k in counters):
+        return accesses * (1 + ops_per_access) / (clocks * chip.lanes_per_core_clock)
+    ops = {k[4:]: float(v) for k, v in counters.items() if k.startswith("ops_")}
+    issue = (sum(ops.values()) + accesses) / (clocks * chip.lanes_per_core_clock)
+    pipes = max(n / (clocks * chip.rate(cls)) for cls, n in ops.items())
+    return max(issue, pipes)
+
+
 def occupancy(launch: Launch, shared_bytes: float, chip: ChipParams) -> tuple[int, float]:
     """(resident groups per core, resident threads / the core's maximum)."""
     per_core = min(chip.max_groups_per_core,
@@ -164,7 +194,7 @@ def predict(counters: dict[str, float], launch: Launch, chip: ChipParams,
         "l2": sectors * 32 / chip.l2_Bps,
         "shared": (c("shared_load_wavefronts") + c("shared_store_wavefronts"))
         / (chip.cores * chip.clock_hz) * tail,
-        "compute": c("lane_accesses") * (1 + ops_per_access) / lane_rate * tail,
+        "compute": _compute(counters, chip, ops_per_access) * tail,
         "atomics": max(atom_ops / lane_rate * 32,
                        contention * chip.same_address_atomic_s if c("atomic_addresses") else 0),
         "sync": (c("barrier_arrivals") / 32 * BARRIER_CLOCKS + c("collective_arrivals") / 32)

@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from runners.errors import KportError
 
@@ -29,7 +29,8 @@ ENV_VARS: dict[str, str] = {
     "KPORT_EMBED_MODEL": "sentence-transformers model name or path for KB embeddings",
     "KPORT_SIM_THREADS": "OS threads the simulators spread threadgroups over (default: all cores)",
     "KPORT_SIM_TIMEOUT": "seconds a simulated launch may run before it is killed (default 60)",
-    "KPORT_SIM_CHECKS": "'full' (bounds, races, uninitialised reads; default) or 'fast'",
+    "KPORT_SIM_CHECKS": "'full' (bounds, races, uninitialised reads; default), 'fast' (none), "
+                        "or a comma list of bounds, race, uninit",
     "KPORT_SIM_WORK_ITEMS": "'auto' (default: barrier kernels run in work-item loops where "
                             "provably safe) or 'off' (fibers, as before; for comparisons)",
     "KPORT_COMPILE_TIMEOUT": "seconds one simulator compile may take before it fails (default 120)",
@@ -59,6 +60,11 @@ _FIELD_ENV = {
 }
 
 
+# What KPORT_SIM_CHECKS can name: bounds of buffers and threadgroup memory (and writes to
+# inputs), threadgroup-memory races, reads of threadgroup memory no thread wrote.
+CHECKS = ("bounds", "race", "uninit")
+
+
 class ConfigError(KportError):
     """Bad configuration; the message names the file or variable, the key and the fix."""
 
@@ -77,12 +83,31 @@ class Settings(BaseModel):
     embed_model: str = "all-MiniLM-L6-v2"
     sim_threads: int = Field(default=0, ge=0, le=4096)  # 0: use every core
     sim_timeout: float = Field(default=60.0, gt=0, allow_inf_nan=False)
-    sim_checks: Literal["full", "fast"] = "full"
+    sim_checks: str = "full"  # normalised: "full", "fast" or a sorted comma list of CHECKS
     sim_work_items: Literal["auto", "off"] = "auto"
     compile_timeout: float = Field(default=120.0, gt=0, allow_inf_nan=False)
     unsandboxed: bool = False
     build_cache: Path | None = None  # None: home / "cache" / "build"
     embed_cache: Path | None = None  # None: home / "cache" / "embed"
+
+    @field_validator("sim_checks")
+    @classmethod
+    def _check_list(cls, value: str) -> str:
+        parts = {p.strip() for p in value.lower().split(",") if p.strip()}
+        if parts in ({"full"}, {"fast"}):
+            return parts.pop()
+        if not parts or parts - set(CHECKS):
+            raise ValueError("must be 'full', 'fast' or a comma list of " + ", ".join(CHECKS))
+        return "full" if parts == set(CHECKS) else ",".join(c for c in CHECKS if c in parts)
+
+    @property
+    def sim_check_set(self) -> frozenset[str]:
+        """The simulators' checks (subset of CHECKS); empty for 'fast' (an uninstrumented
+        build)."""
+        if self.sim_checks == "fast":
+            return frozenset()
+        return frozenset(CHECKS) if self.sim_checks == "full" else frozenset(
+            self.sim_checks.split(","))
 
     @property
     def kb_dir(self) -> Path:

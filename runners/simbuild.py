@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import json
 import os
 import platform
 import re
@@ -24,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runners import workitems
+from runners import opcount, workitems
 from runners.lifetime import partial_file, temp_folder
 from runners.sandbox import Jail, Limits, Mount, die_with_parent, read_jailed, tied_command
 from runners.settings import Settings, load_settings
@@ -45,9 +46,14 @@ KERNEL_FLAGS = (
 # Checked builds call our __tsan_* hooks on every access. -Xclang keeps the driver from linking
 # TSan's own runtime; line tables let findings name source lines.
 # No vectorizing in checked builds: a vector access spans several simulated threads, and the
-# hooks must see each thread's own access to attribute it.
+# hooks must see each thread's own access to attribute it. No function entry/exit hooks: the
+# checks do not use them.
 CHECKED_FLAGS = ("-Xclang", "-fsanitize=thread", "-gline-tables-only", "-fno-vectorize",
-                 "-fno-slp-vectorize")
+                 "-fno-slp-vectorize", "-mllvm", "-tsan-instrument-func-entry-exit=0")
+# The instrumentation runs last in clang's pipeline, so its hook calls stay calls. Checked
+# builds therefore stop at LLVM IR and optimise it again: the hooks kport/checks.h defines
+# (an inline bounds check, the rest in the runtime) are inlined at every access.
+CHECKED_CODEGEN_FLAGS = ("-O2", "-fPIC", "-fno-vectorize", "-fno-slp-vectorize")
 HOST_FLAGS = ("-std=c++20", "-O2", "-pthread", "-rdynamic")
 # Kernels link against nothing: the host provides libc and libm. So a jailed compile needs no
 # writable compiler cache (zig would otherwise build its libc++ there).
@@ -277,29 +283,32 @@ def compile_jail(compiler: Compiler, scratch: Path) -> Jail:
 
 def build_modes(tu: str, regions: str | None, needs_sync: bool, *, checked: bool,
                 dialect: str = "metal", settings: Settings | None = None,
-                vetting: Vetting | None = None) -> tuple[Build, str]:
+                vetting: Vetting | None = None, count: bool = False) -> tuple[Build, str]:
     """(the build, how it runs a group: workitems.MODE_*): ``regions``, the kernel in
     work-item loops, when it is given and compiles; else ``tu`` (fibers when ``needs_sync``),
     whose diagnostics are the user's."""
     settings = settings or load_settings()
     if regions is not None and settings.sim_work_items == "auto":
         build = build_kernel(regions, checked=checked, dialect=dialect, settings=settings,
-                             vetting=vetting)
+                             vetting=vetting, count=count)
         if build.ok:
             return build, workitems.MODE_REGIONS
     build = build_kernel(tu, checked=checked, dialect=dialect, settings=settings,
-                         vetting=vetting)
+                         vetting=vetting, count=count)
     return build, workitems.MODE_FIBERS if needs_sync else workitems.MODE_LOOP
 
 
 def build_kernel(tu: str, *, checked: bool, dialect: str = "metal",
-                 settings: Settings | None = None, vetting: Vetting | None = None) -> Build:
+                 settings: Settings | None = None, vetting: Vetting | None = None,
+                 count: bool = False) -> Build:
     """Compile a kernel TU into a shared library in the jail, or return the diagnostics of
-    the failure (``vetting``'s findings among them). Raises SandboxUnavailable when there is
-    no jail and the user has not opted out."""
+    the failure (``vetting``'s findings among them). ``count`` (with ``checked``): a counting
+    build, each basic block counted (runners/opcount.py; its table beside kernel.so). Raises
+    SandboxUnavailable when there is no jail and the user has not opted out."""
     settings = settings or load_settings()
     compiler = find_compiler(settings.cxx)
-    flags = [*KERNEL_FLAGS, *(CHECKED_FLAGS if checked else ()), f"-I{INCLUDE}"]
+    flags = [*KERNEL_FLAGS, *(CHECKED_FLAGS if checked else ()),
+             *(opcount.COVERAGE_FLAGS if count and checked else ()), f"-I{INCLUDE}"]
     if dialect == "cuda":
         # PTX cvt saturates out-of-range float->int casts and maps NaN to 0; so does this.
         flags += [f"-I{CUDA_SYSINCLUDE}", "-fno-strict-float-cast-overflow"]
@@ -322,6 +331,9 @@ def build_kernel(tu: str, *, checked: bool, dialect: str = "metal",
         if vetting:
             (scratch / "vetted.cpp").write_text(vetting.tu)
         data, log, timed_out = _jailed_build(compiler, flags, scratch, settings, vetting)
+        table = scratch / opcount.TABLE_FILE
+        if data is not None and table.is_file():
+            _store(folder, opcount.TABLE_FILE, table.read_bytes(), settings)
     seconds = time.perf_counter() - start
     if data is None:
         if not timed_out:  # a timeout says nothing about the source: try again next time
@@ -339,8 +351,15 @@ def _jailed_build(compiler: Compiler, flags: list[str], scratch: Path, settings:
     limits = Limits(memory=COMPILE_MEMORY, file_size=COMPILE_FILE_BYTES,
                     cpu_seconds=int(timeout * 2) + 5)
     steps = [[*flags, "-E", "vetted.cpp", "-o", "vetted.ii"]] if vetting else []
-    steps += [[*flags, "-c", "kernel.cpp", "-o", "kernel.o"], [*LINK_FLAGS, "kernel.o", "-o",
-                                                               "kernel.so"]]
+    if opcount.COVERAGE_FLAGS[0] in flags:  # counting: IR, its blocks numbered, then code
+        steps += [[*flags, "-S", "-emit-llvm", "kernel.cpp", "-o", "kernel.ll"],
+                  ["-O2", "-fPIC", "-Wno-override-module", "-c", "counted.ll", "-o", "kernel.o"]]
+    elif CHECKED_FLAGS[1] in flags:  # checked: IR with the hook calls, then code inlining them
+        steps += [[*flags, "-emit-llvm", "-c", "kernel.cpp", "-o", "kernel.bc"],
+                  [*CHECKED_CODEGEN_FLAGS, "-c", "kernel.bc", "-o", "kernel.o"]]
+    else:
+        steps += [[*flags, "-c", "kernel.cpp", "-o", "kernel.o"]]
+    steps += [[*LINK_FLAGS, "kernel.o", "-o", "kernel.so"]]
     log = ""
     for args in steps:
         ran = jail.run([*compiler.command, *args], cwd=scratch, timeout=timeout, limits=limits,
@@ -351,6 +370,11 @@ def _jailed_build(compiler: Compiler, flags: list[str], scratch: Path, settings:
                           "(KPORT_COMPILE_TIMEOUT)"), True
         if ran.returncode != 0:
             return None, log, False
+        if args[-1] == "kernel.ll":  # number the blocks (runners/opcount.py)
+            ir = read_jailed(scratch / "kernel.ll", COMPILE_FILE_BYTES)
+            counted, table = opcount.block_table((ir or b"").decode(errors="replace"))
+            (scratch / "counted.ll").write_text(counted)
+            (scratch / opcount.TABLE_FILE).write_text(json.dumps(table))
         if args[-1] == "vetted.ii":
             text = read_jailed(scratch / "vetted.ii", MAX_PREPROCESSED)
             found = vetting.preprocessed(text.decode(errors="replace")) if text is not None \

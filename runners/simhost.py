@@ -21,10 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
+from runners import opcount
 from runners.base import LaunchRecord
 from runners.lifetime import temp_folder
 from runners.sandbox import Jail, Limits, Mount, SandboxUnavailable, read_jailed, require_isolation
-from runners.settings import Settings, load_settings
+from runners.settings import CHECKS, Settings, load_settings
 from runners.simbuild import SIMCORE, host_executable
 
 # Largest total of buffers one simulated launch may use: the simulator runs on the host's memory.
@@ -208,11 +209,17 @@ def _extents(raw: dict) -> dict[str, Extents]:
             for name, sides in (raw.get("extents") or {}).items()}
 
 
-def _counters(raw: dict) -> dict:
+def _counters(raw: dict, library: Path) -> dict:
     """The host's "counters" (count mode): numbers as ints; "buffers" maps each buffer's name
-    to its own counts."""
+    to its own counts; the basic blocks executed become ``ops_<class>`` through the build's
+    block table (runners/opcount.py), when it has one."""
     out = {}
     for key, value in raw.get("counters", {}).items():
+        if key == "blocks":
+            table = library.with_name(opcount.TABLE_FILE)
+            if table.is_file():
+                out.update(opcount.operation_counts(value, json.loads(table.read_text())))
+            continue
         out[key] = ({name: {k: int(v) for k, v in counts.items()} for name, counts in
                      value.items()} if isinstance(value, dict) else int(value))
     return out
@@ -231,6 +238,13 @@ def _death(returncode: int, jailed: bool) -> Finding:
         why = f"signal {sig}"
     return Finding("crash", f"the simulated launch died ({why}) before reporting; memory or "
                    "CPU limit?")
+
+
+def check_mask(settings: Settings) -> int:
+    """The host's `checks` bits for a checked launch: 1 bounds, 2 race, 4 uninit. A checked
+    launch under 'fast' (performance counters) checks everything."""
+    chosen = settings.sim_check_set or frozenset(CHECKS)
+    return sum(1 << i for i, name in enumerate(CHECKS) if name in chosen)
 
 
 def run_launch(library: Path, spec: LaunchSpec, args: list[BufferArg | ScalarArg],
@@ -258,6 +272,7 @@ def run_launch(library: Path, spec: LaunchSpec, args: list[BufferArg | ScalarArg
                  f"nonuniform {int(spec.nonuniform)}", f"tg_mem {spec.tg_mem_limit}",
                  f"dyn_smem {spec.dyn_smem}", f"threads {threads}",
                  f"checked {int(spec.checked)}", f"count {int(spec.count and spec.checked)}",
+                 f"checks {check_mask(settings)}",
                  f"result {work / 'result.json'}",
                  f"printf {work / 'printf.txt'}", f"lockdown {lockdown}"]
         for i, arg in enumerate(args):
@@ -303,7 +318,7 @@ def run_launch(library: Path, spec: LaunchSpec, args: list[BufferArg | ScalarArg
                               lockdown=str(raw.get("lockdown", "none")),
                               lockdown_s=float(raw.get("lockdown_s", 0.0)),
                               extents=_extents(raw),
-                              counters=_counters(raw))
+                              counters=_counters(raw, library))
         if raw["status"] == "ok":
             for i, arg in enumerate(args):
                 if isinstance(arg, BufferArg) and arg.mode != "in":

@@ -376,8 +376,8 @@ def _block(stmts: list[Node], plan: _Plan, names: set[str], scope: list[tuple[st
             varying = " ".join(plan.varying.values())
             plan.edit(run[0].start_byte, run[0].start_byte,
                       "for (uint32_t __kp_i = 0; __kp_i < __kp_n; __kp_i++) { if (__kp_wx"
-                      "[__kp_i]) continue; __kp_wi_item(__kp_g, __kp_i); const __kp_thread* "
-                      f"__kp_t = __kp_g; (void)__kp_t; {varying} {copy_in} {{ ")
+                      "[__kp_i]) continue; __kp_wi_item(__kp_g, __kp_i); const __kp_thread "
+                      f"__KP_RT* __kp_t = __kp_g; (void)__kp_t; {varying} {copy_in} {{ ")
             plan.edit(run[-1].end_byte, run[-1].end_byte, f" }} {label}: ; {copy_out} }}")
             scope += own
             i = j
@@ -399,7 +399,7 @@ def _only_read(run: list[Node], name: str) -> bool:
 def _copy(local: str, v: _Var, way: str) -> str:
     slot = f"&__kp_wiV{v.index}[__kp_i]"
     to, frm = (local, slot) if way == "in" else (slot, local)
-    return f"__builtin_memcpy((void*){to}, (const void*){frm}, sizeof(__kp_wiT{v.index}));"
+    return f"__kp_wi_{way}({to}, {frm});"
 
 
 def _declares(s: Node) -> set[str]:
@@ -506,8 +506,9 @@ def form_regions(src: str, kernel: str, *, language: str, barrier: str, uniform:
     if plan.barriers != total:
         raise NotFormed(f"{total - plan.barriers} `{barrier}` outside the kernel body's "
                         "statement lists")
-    head = ("__kp_thread* const __kp_g = __kp_cur; const uint32_t __kp_n = "
-            "__kp_wi_count(__kp_g); unsigned char* const __kp_wx = __kp_wi_flags(__kp_n); "
+    head = ("__kp_thread __KP_RT* const __kp_g = __kp_cur; const uint32_t __kp_n = "
+            "__kp_wi_count(__kp_g); unsigned char __KP_RT* const __kp_wx = "
+            "(unsigned char __KP_RT*)__kp_wi_flags(__kp_n); "
             + " ".join(f"{v.typedef} __kp_wiT{v.index}* const __kp_wiV{v.index} = "
                        f"(__kp_wiT{v.index}*)__kp_wi_alloc(sizeof(__kp_wiT{v.index}), "
                        f"alignof(__kp_wiT{v.index}), __kp_n);" for v in plan.hoisted))

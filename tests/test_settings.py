@@ -62,3 +62,20 @@ def test_settings_are_frozen(tmp_path):
     s = load_settings(env={"KPORT_HOME": str(tmp_path)})
     with pytest.raises(ValidationError):
         s.model = "x"
+
+
+@pytest.mark.parametrize("value, normal, checks", [
+    ("full", "full", {"bounds", "race", "uninit"}),
+    ("FAST", "fast", set()),
+    ("race, bounds", "bounds,race", {"bounds", "race"}),
+    ("uninit,race,bounds", "full", {"bounds", "race", "uninit"}),
+])
+def test_sim_checks_are_a_mode_or_a_list(tmp_path, value, normal, checks):
+    s = load_settings(env={"KPORT_HOME": str(tmp_path), "KPORT_SIM_CHECKS": value})
+    assert s.sim_checks == normal and s.sim_check_set == frozenset(checks)
+
+
+@pytest.mark.parametrize("value", ["bounds,fast", "races", ",", "full,race"])
+def test_bad_sim_checks_name_the_variable_and_the_choices(tmp_path, value):
+    with pytest.raises(ConfigError, match="KPORT_SIM_CHECKS: .*'full', 'fast' or a comma list"):
+        load_settings(env={"KPORT_HOME": str(tmp_path), "KPORT_SIM_CHECKS": value})

@@ -225,8 +225,8 @@ def cmd_bench(state, args, ctx, say) -> dict:
     ver = version(state, pos[0] if pos else None)
     rec = measure(candidate_of(ver), load_case_of(state), ctx.chip)
     say(f"v{ver['n']} on {ctx.chip}: {rec['note']}")
-    if rec.get("timing"):
-        say(f"  median {rec['timing']['median_s'] * 1e6:.1f} us")
+    for line in (rec.get("timing") or {}).get("lines", []):  # agent/mac_timing.time_case
+        say(f"  {line}")
     m = rec.get("metrics", {})
     if m:
         say(f"  grid {m['grid_threads']} threads, threadgroup {m['threadgroup']}, "

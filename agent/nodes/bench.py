@@ -1,7 +1,9 @@
 """benchmark: how fast a correct candidate is. On Apple Silicon, real MLX timings against the
-case's expert port as baseline; elsewhere, simulator-side metrics (launch shape, threadgroup
-memory, a roofline bound) and the performance lints, with a plain statement that no Apple GPU
-timing exists. Candidates are scored by time where there is one, else by lints (lower wins).
+case's expert port as baseline; elsewhere, the cost model's prediction (one counting run in
+metal_sim, agent/perf_metal.py, with the chip's parameters: unvalidated for Apple GPUs),
+simulator-side metrics (launch shape, threadgroup memory, a roofline bound) and the
+performance lints, with a plain statement that no Apple GPU timing exists. Candidates are
+scored by time where there is one, else by predicted time, else by lints (lower wins).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import math
 import numpy as np
 
 import runners
+from agent.perf_metal import NotScored, score_metal
 from corpus.candidate import Candidate
 from corpus.cases import evaluate
 from corpus.check import make_inputs
@@ -18,12 +21,18 @@ from kb.arch import ArchError, roofline_seconds
 from kb.arch import chip as chip_named
 from kb.lints import lint_metal
 from kb.tgmem import threadgroup_decls
-from runners.dtypes import DTYPES, Tensor, to_mx
+from runners.dtypes import DTYPES, Tensor, mx_dtype, to_mx
 from runners.errors import KportError
 
-NO_GPU = ("No Apple GPU timing exists: this machine has no Metal (mx.metal.is_available() is "
-          "False). Scores are simulator metrics and performance lints, not measurements; run "
-          "`kport port` (or the package's kernel.py) on Apple Silicon for timings.")
+NO_METAL = ("No Apple GPU timing exists: this machine has no Metal (mx.metal.is_available() "
+            "is False). ")
+FOR_TIMINGS = ("run `kport port` (or the package's kernel.py) on Apple Silicon for timings.")
+NO_GPU = (NO_METAL + "Scores are simulator metrics and performance lints, not measurements; "
+          + FOR_TIMINGS)
+MODEL_NOTE = (NO_METAL + "Scores are the cost model's predicted times (a counting run in "
+              "metal_sim with {chip}'s parameters, docs/perf-model.md), not measurements: the "
+              "model is validated on an NVIDIA H200 only, its Apple-GPU predictions are "
+              "unvalidated until measured on a Mac; " + FOR_TIMINGS)
 
 
 def launch_values(candidate: Candidate, sizes: dict[str, int]) -> tuple[tuple, tuple, dict]:
@@ -79,56 +88,82 @@ def sim_metrics(candidate: Candidate, case, sizes: dict[str, int], chip: str) ->
     return out
 
 
-def _apple_timing(candidate: Candidate, case, sizes: dict[str, int]) -> dict | None:
-    """Median seconds of the candidate and of the case's expert port on this Mac; None
-    without Metal. Unconfirmed: written against runners.mlx_metal, not run on a Mac here."""
-    mlx_metal = runners.get("mlx_metal")
-    if not mlx_metal.available():
-        return None
-    # lazy: MLX is heavy (Metal on macOS); only a Mac with Metal times a kernel
-    import mlx.core as mx
-
+def _arrays(candidate: Candidate, case, sizes: dict[str, int]) -> dict:
+    """The metal_kernel call's inputs (seed 0; a 1-D input under 8 elements padded to 8, as
+    run() pads it), output shapes and dtypes, and template of ``candidate`` at ``sizes``."""
     by_name = {a.name: a for a in case.args}
     values = make_inputs(case, sizes, 0)
+    tensors = []
+    for n in candidate.inputs:
+        value, arg = np.asarray(values[n]), by_name[n]
+        if arg.role != "scalar" and value.ndim == 1 and value.size < 8:
+            value = np.concatenate([value, np.zeros(8 - value.size, value.dtype)])
+        tensors.append(to_mx(Tensor(value, arg.dtype)))
+    outs = [by_name[o] if o in by_name else by_name[o.removesuffix("_out")]
+            for o in candidate.outputs]
+    _, _, template = launch_values(candidate, sizes)
+    return {"inputs": tensors,
+            "output_shapes": [tuple(int(evaluate(s, sizes)) for s in a.shape) for a in outs],
+            "output_dtypes": [mx_dtype(a.dtype) for a in outs],
+            "template": [(n, mx_dtype(v) if isinstance(v, str) else v)
+                         for n, v in template.items()] or None}
 
-    def timed(port: Candidate) -> float:
-        grid, tg, template = launch_values(port, sizes)
-        outs = [by_name[o] if o in by_name else by_name[o.removesuffix("_out")]
-                for o in port.outputs]
-        k = mlx_metal.kernel("kport_bench", [port.names.get(n, n) for n in port.inputs],
-                             [port.names.get(n, n) for n in port.outputs], port.body,
-                             port.header, atomic_outputs=port.atomic_outputs)
-        make = lambda: [to_mx(Tensor(np.asarray(values[n]), by_name[n].dtype))  # noqa: E731
-                        for n in port.inputs]
-        stats = k.benchmark(
-            make, grid=grid, threadgroup=tg,
-            output_shapes=[tuple(int(evaluate(s, sizes)) for s in a.shape) for a in outs],
-            output_dtypes=[getattr(mx, a.dtype) for a in outs],
-            template=[(n, getattr(mx, v) if isinstance(v, str) else v)
-                      for n, v in template.items()] or None,
-            init_value=port.init_value)
-        return stats.median_s
 
-    out = {"median_s": timed(candidate), "sizes": dict(sizes)}
-    if case.metal is not None:
-        expert = Candidate.from_case(case)
-        out["baseline"] = {"what": f"the expert port of {case.id}", "median_s": timed(expert)}
-        out["speedup"] = out["baseline"]["median_s"] / out["median_s"]
-    return out
+def model_prediction(candidate: Candidate, case, sizes: dict[str, int], chip: str) -> dict:
+    """The cost model's prediction for one launch of ``candidate`` at ``sizes`` on ``chip``:
+    ``predicted_s``, ``bottleneck``, ``terms_s``, ``chip``, ``sizes``; ``{"error": why}``
+    when it cannot be scored (it did not run cleanly with counting, an unknown chip)."""
+    grid, tg, _ = launch_values(candidate, sizes)
+    arrays = _arrays(candidate, case, sizes)
+    try:
+        pred = score_metal(candidate.body, candidate.header,
+                           [candidate.names.get(n, n) for n in candidate.inputs],
+                           [candidate.names.get(n, n) for n in candidate.outputs],
+                           arrays["inputs"], arrays["output_shapes"], arrays["output_dtypes"],
+                           grid, tg, arrays["template"], chip,
+                           atomic_outputs=candidate.atomic_outputs,
+                           init_value=candidate.init_value, name="kport_score")
+    except (NotScored, KportError) as err:
+        return {"error": str(err)[:300]}
+    return {"predicted_s": pred.predicted_s, "bottleneck": pred.bottleneck,
+            "terms_s": dict(pred.terms_s), "chip": chip, "sizes": dict(sizes)}
+
+
+def _apple_timing(candidate: Candidate, case, sizes: dict[str, int],
+                  predicted_s: float | None = None) -> dict | None:
+    """The candidate timed on this Mac against the expert port and MLX's own ops, after a
+    correctness gate at held-out sizes (agent/mac_timing.time_case, with ``predicted_s``, the
+    cost model's prediction, printed beside); None without Metal. Unconfirmed on a Mac."""
+    if not runners.get("mlx_metal").available():
+        return None
+    # lazy: only a Mac times a kernel, and agent.mac_timing imports launch_values from here
+    from agent.mac_timing import time_case
+
+    return time_case(candidate, case, sizes, predicted_s=predicted_s)
 
 
 def measure(candidate: Candidate, case, chip: str) -> dict:
     """Benchmark record of a correct candidate at the case's default sizes: lints, metrics,
-    timing (None off a Mac), note and score ``{"kind": "time"|"lints", "value"}``."""
+    timing (None off a Mac), the model's prediction, note and score ``{"kind": "time" |
+    "model" | "lints", "value"}`` (seconds measured, seconds predicted, lint weight)."""
     sizes = dict(case.sizes)
     lints = perf_lints(candidate, sizes, chip)
+    model = model_prediction(candidate, case, sizes, chip)
     bench = {"lints": lints, "metrics": sim_metrics(candidate, case, sizes, chip),
-             "timing": _apple_timing(candidate, case, sizes)}
-    if bench["timing"] is None:
+             "timing": _apple_timing(candidate, case, sizes, model.get("predicted_s")),
+             "model": model}
+    if bench["timing"] is not None and bench["timing"]["median_s"] is None:
+        bench["note"] = f"Not timed on this Mac: {bench['timing']['refused']}"
+        bench["score"] = {"kind": "lints", "value": lint_score(lints)}
+    elif bench["timing"] is None and "predicted_s" in bench["model"]:
+        bench["note"] = MODEL_NOTE.format(chip=chip)
+        bench["score"] = {"kind": "model", "value": bench["model"]["predicted_s"]}
+    elif bench["timing"] is None:
         bench["note"] = NO_GPU
         bench["score"] = {"kind": "lints", "value": lint_score(lints)}
     else:
-        bench["note"] = "Apple GPU timings from mlx_metal at the case's default sizes."
+        bench["note"] = ("Apple GPU timings from mlx_metal at the case's default sizes, paired "
+                         "with the baselines: " + "; ".join(bench["timing"]["lines"]))
         bench["score"] = {"kind": "time", "value": bench["timing"]["median_s"]}
     return bench
 

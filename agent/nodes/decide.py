@@ -1,5 +1,5 @@
 """decide: what to do with the candidate just checked. Porting: a correct one is accepted (and,
-with an LLM and budget, becomes the root of the optimisation tree); an incorrect one is repaired
+with optimisation budget, becomes the root of the optimisation tree); an incorrect one is repaired
 (LLM: diagnostics and fix rules, matched by pattern and retrieved from the KB, fed back;
 offline: a mechanical fix from agent.repairs, if one applies) or the run stops, saying why.
 Optimising: the candidate joins the tree as scored or rejected, and the search goes on while
@@ -9,8 +9,9 @@ the budgets and untried actions last.
 from __future__ import annotations
 
 from agent.nodes.bench import perf_lints
-from agent.nodes.optimise import applicable, better, next_expansion
+from agent.nodes.optimise import applicable, better, next_expansion, next_rewrite
 from agent.repairs import diagnosis_ids, mechanical_repair, repair_id
+from agent.rewrites import fingerprint
 from agent.state import budget_stop
 from corpus.candidate import Candidate
 from kb.fix_search import merged_fixes, retrieve_fixes
@@ -44,22 +45,52 @@ def _record(cand: Candidate, bench: dict, check: dict) -> dict:
             "bench": bench}
 
 
-def _start_search(state, ctx, best: dict) -> dict:
-    """Accept ``best``; with an LLM, budget and an applicable action, root the search on it."""
-    out = {"best": best, "decision": "accept"}
+def search_stop(state, ctx) -> str:
+    """Why the optimisation search must stop now ('' when it may go on). Mechanical rewrites
+    (offline) cost no tokens: only --optimise and the wall time bound them; LLM rewrites count
+    against every budget."""
     if ctx.llm is None:
-        return {**out, "opt_note": "offline: no optimisation (it needs an LLM: KPORT_MODEL)"}
+        return f"wall-time budget spent ({ctx.budget.wall_s:g} s)" if ctx.out_of_time() else ""
+    return budget_stop(state, ctx)
+
+
+def _tree_node(node_id: int, parent, action, title, cand: Candidate, status: str,
+               bench: dict | None) -> dict:
+    """One node of the optimisation tree as the report draws it."""
+    node = {"id": node_id, "parent": parent, "action": action, "title": title,
+            "origin": cand.origin, "status": status, "fingerprint": fingerprint(cand)}
+    if bench is not None:
+        model = bench.get("model") or {}
+        node.update(score=bench.get("score"), predicted_s=model.get("predicted_s"),
+                    bottleneck=model.get("bottleneck"))
+    return node
+
+
+def _has_action(state, ctx, frontier: list[dict], tree: list[dict]) -> bool:
+    if ctx.llm is None:
+        return next_rewrite(frontier, tree, ctx.case) is not None
+    return next_expansion(frontier, state.get("features", {})) is not None
+
+
+def _start_search(state, ctx, best: dict) -> dict:
+    """Accept ``best``; with budget and an applicable action, root the search on it."""
+    out = {"best": best, "decision": "accept"}
     if ctx.budget.optimise <= 0:
         return {**out, "opt_note": "optimisation off (budget 0)"}
     lints = best["bench"].get("lints", [])
-    root = {"id": 0, "parent": None, "action": None, "status": "root", "score": best["score"]}
-    stop = budget_stop(state, ctx)
-    if stop or not applicable(state.get("features", {}), lints):
-        return {**out, "opt_note": f"optimisation skipped: {stop or 'no applicable action'}",
-                "tree": [root]}
+    cand = Candidate.model_validate(best["candidate"])
+    root = _tree_node(0, None, None, None, cand, "root", best["bench"])
+    frontier = [{"id": 0, "score": best["score"], "candidate": best["candidate"],
+                 "lints": lints, "tried": []}]
+    stop = search_stop(state, ctx)
+    if not stop and ctx.llm is not None and not applicable(state.get("features", {}), lints):
+        stop = "no applicable action"
+    if not stop and not _has_action(state, ctx, frontier, [root]):
+        stop = "no rewrite applies" if ctx.llm is None else "no applicable action"
+    if stop:
+        return {**out, "opt_note": f"optimisation skipped: {stop}", "tree": [root]}
     return {**out, "decision": "optimise", "phase": "optimise", "tree": [root],
-            "frontier": [{"id": 0, "score": best["score"], "candidate": best["candidate"],
-                          "lints": lints, "tried": []}]}
+            "frontier": frontier}
 
 
 def _port_phase(state, ctx) -> dict:
@@ -100,12 +131,11 @@ def _optimise_phase(state, ctx) -> dict:
     chk, exp = state["check"], state.get("expanding", {})
     cand = Candidate.model_validate(state["candidate"])
     tree, frontier, best = list(state["tree"]), list(state["frontier"]), state["best"]
-    node = {"id": len(tree), "parent": exp.get("parent"), "action": exp.get("action"),
-            "origin": cand.origin}
+    bench = state.get("bench", {}) if chk["ok"] else None
+    node = _tree_node(len(tree), exp.get("parent"), exp.get("action"), exp.get("title"), cand,
+                      "scored" if chk["ok"] else "rejected", bench)
     update: dict = {}
     if chk["ok"]:
-        bench = state.get("bench", {})
-        node.update(status="scored", score=bench.get("score"))
         frontier.append({"id": node["id"], "score": bench["score"],
                          "candidate": cand.model_dump(),
                          "lints": bench.get("lints", []), "tried": []})
@@ -113,13 +143,13 @@ def _optimise_phase(state, ctx) -> dict:
             node["status"] = "scored, new best"
             update["best"] = _record(cand, bench, chk)
     else:
-        node.update(status="rejected", notes=chk["feedback"][:2])
+        node["notes"] = chk["feedback"][:2]
     tree.append(node)
     tried = len(tree) - 1
-    stop = budget_stop(state, ctx)
+    stop = search_stop(state, ctx)
     if not stop and tried >= ctx.budget.optimise:
         stop = f"optimisation budget spent ({ctx.budget.optimise} candidates)"
-    if not stop and next_expansion(frontier, state.get("features", {})) is None:
+    if not stop and not _has_action(state, ctx, frontier, tree):
         stop = "every applicable action was tried"
     update.update(tree=tree, frontier=frontier)
     if stop:

@@ -1,8 +1,13 @@
 """optimise: K-Search-style best-first search over rewrites of a correct port. Each tree node
-is a correct candidate with its score; expanding one applies an action drawn from the Apple-GPU
-architecture rules (an LLM rewrite request), and the result is checked like any candidate:
-correct ones are scored and join the frontier, incorrect ones are rejected. The best-scored
-correct node is what the agent ships.
+is a correct candidate with its score; expanding one applies an action to the best-scored node
+with an action left untried, and the result is checked like any candidate: correct ones are
+scored (a Mac's time, else the cost model's predicted time) and join the frontier, incorrect
+ones are rejected. The best-scored correct node is what the agent ships.
+
+Offline the actions are agent.rewrites' mechanical rewrites (SIMD-group collectives, narrowed
+barrier flags, unrolling, template and threadgroup size sweeps), a rewrite that gives a
+candidate already in the tree skipped; with an LLM they are requests drawn from the Apple-GPU
+architecture rules (``ACTIONS``), scored the same way.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 from agent.nodes.draft import ask
 from agent.nodes.retrieve import arch_facts
 from agent.prompts import optimise_prompt
+from agent.rewrites import Proposal, fingerprint, propose
 from corpus.candidate import Candidate
 
 # id, title, facts (kb/rules/arch/features.toml), feature flags that make it apply (empty:
@@ -53,7 +59,7 @@ def better(a: dict, b: dict | None) -> bool:
 
 def next_expansion(frontier: list[dict], features: dict) -> tuple[dict, dict] | None:
     """The best frontier node with an untried applicable action, and that action."""
-    for node in sorted(frontier, key=lambda n: (n["score"]["value"], n["id"])):
+    for node in _by_score(frontier):
         lints = node.get("lints", [])
         for action in applicable(features, lints):
             if action["id"] not in node["tried"]:
@@ -61,19 +67,49 @@ def next_expansion(frontier: list[dict], features: dict) -> tuple[dict, dict] | 
     return None
 
 
+def _by_score(frontier: list[dict]) -> list[dict]:
+    return sorted(frontier, key=lambda n: (n["score"]["value"], n["id"]))
+
+
+def next_rewrite(frontier: list[dict], tree: list[dict], case) -> tuple[dict, Proposal] | None:
+    """The best frontier node with an untried mechanical rewrite whose candidate is not in
+    ``tree`` yet (by fingerprint) and whose action was not rejected elsewhere in the tree (as
+    K-Search marks an action too hard), and that rewrite; None when there is none."""
+    seen = {n.get("fingerprint") for n in tree}
+    failed = {n["action"] for n in tree if n["status"] == "rejected"}
+    for node in _by_score(frontier):
+        for prop in propose(Candidate.model_validate(node["candidate"]), case):
+            if prop.action not in node["tried"] and prop.action not in failed and \
+                    fingerprint(prop.candidate) not in seen:
+                return node, prop
+    return None
+
+
+def _mark_tried(frontier: list[dict], node: dict, action: str) -> list[dict]:
+    return [{**n, "tried": n["tried"] + [action]} if n["id"] == node["id"] else n
+            for n in frontier]
+
+
 def optimise(state, runtime) -> dict:
     """Expands one (node, action): returns the rewritten candidate, ``expanding``, the frontier
     with the action marked tried, token counts; or ``stop_reason``."""
     ctx = runtime.context
+    if ctx.llm is None:
+        found = next_rewrite(state.get("frontier", []), state.get("tree", []), ctx.case)
+        if found is None:
+            return {"stop_reason": "optimisation: every applicable rewrite was tried"}
+        node, prop = found
+        return {"candidate": prop.candidate.model_dump(),
+                "frontier": _mark_tried(state["frontier"], node, prop.action),
+                "expanding": {"parent": node["id"], "action": prop.action, "title": prop.title}}
     pick = next_expansion(state.get("frontier", []), state.get("features", {}))
     if pick is None:
         return {"stop_reason": "optimisation: every applicable action was tried"}
     node, action = pick
-    frontier = [{**n, "tried": n["tried"] + [action["id"]]} if n["id"] == node["id"] else n
-                for n in state["frontier"]]
+    frontier = _mark_tried(state["frontier"], node, action["id"])
     base = Candidate.model_validate(node["candidate"])
     prompt = optimise_prompt(state, ctx.src, base, action, arch_facts(action["facts"]),
                              node.get("lints", []))
     update = ask(ctx, state, prompt, base, f"opt:{action['id']}")
     return {**update, "frontier": frontier,
-            "expanding": {"parent": node["id"], "action": action["id"]}}
+            "expanding": {"parent": node["id"], "action": action["id"], "title": action["title"]}}

@@ -153,10 +153,18 @@ CUDA_HEAD = "#include <kport/rt.h>\n#include <kport/cuda_runtime.h>\n"  # every 
 _INVOKE = """template <class __KpT, __KpT... __KpI> struct __kp_seq {};
 template <class __KpT> struct __kp_noref { using type = __KpT; };
 template <class __KpT> struct __kp_noref<__KpT&> { using type = __KpT; };
+// Scalars and pointers are read from kport's slots through __KP_RT (unchecked); class and
+// reference parameters bind to the slot itself.
+template <class __KpA>
+static inline __attribute__((always_inline)) decltype(auto) __kp_arg(void* __kp_p) {
+  using __KpT = typename __kp_noref<__KpA>::type;
+  if constexpr (__is_scalar(__KpA)) return (__KpT)*(const __KpT __KP_RT*)__kp_p;
+  else return *(__KpT*)__kp_p;
+}
 template <class... __KpA, unsigned... __KpI>
 static inline __attribute__((always_inline)) void __kp_call(
     void (*__kp_f)(__KpA...), void** __kp_a, __kp_seq<unsigned, __KpI...>) {
-  __kp_f(*(typename __kp_noref<__KpA>::type*)__kp_a[__KpI]...);
+  __kp_f(__kp_arg<__KpA>(((void* __KP_RT*)__kp_a)[__KpI])...);
 }
 template <class... __KpA>
 static inline __attribute__((always_inline)) void __kp_invoke(void (*__kp_f)(__KpA...),
@@ -285,10 +293,10 @@ class RawKernel:
                                 f"{type(value).__name__}")
         settings = load_settings()
         tu = self._translation_unit(code)
-        checked = count or settings.sim_checks == "full"
+        checked = count or bool(settings.sim_check_set)
         build, mode = build_modes(tu, self._work_items(code), bool(_SYNC.search(code)),
                                   checked=checked, dialect="cuda", settings=settings,
-                                  vetting=vetting)
+                                  vetting=vetting, count=count)
         if not build.ok:
             return CudaRun(False, diagnostics=build.diagnostics, source=self.code, build=build)
         spec = LaunchSpec(groups=grid, threadgroup=block,

@@ -68,7 +68,7 @@ _TU_HEAD = """#include <kport/rt.h>
 def _entry_body(func: str, template, params: list[codegen.Param], attributes) -> str:
     args = []
     for i, p in enumerate(params):
-        ptr = f"(*(void**)__kp_a[{i}])"
+        ptr = f"(*(void* __KP_RT*)((void* __KP_RT*)__kp_a)[{i}])"  # kport's slots: unchecked
         if p.kind == "input":
             args.append(f"(const {p.c_type}*){ptr}")
         elif p.kind in ("input_ref", "ndim"):
@@ -79,7 +79,7 @@ def _entry_body(func: str, template, params: list[codegen.Param], attributes) ->
             args.append(f"({p.c_type}*){ptr}")
     args += [codegen.ATTRIBUTE_VALUES[a] for a, _ in attributes]
     call = func + (codegen.template_string(template) if template else "")
-    return f"  const __kp_thread* __kp_t = __kp_cur;\n  {call}({', '.join(args)});"
+    return f"  const __kp_thread __KP_RT* __kp_t = __kp_cur;\n  {call}({', '.join(args)});"
 
 
 def _template_values(template) -> list[tuple[str, object]]:
@@ -199,8 +199,9 @@ class MetalKernel:
         return found, pending
 
     def launch(self, *, inputs, output_shapes, output_dtypes, grid, threadgroup, template=None,
-               init_value=None, verbose=False, stream=None) -> SimRun:
-        """Run once; returns a SimRun (never raises for faults of the kernel itself)."""
+               init_value=None, verbose=False, stream=None, count: bool = False) -> SimRun:
+        """Run once; returns a SimRun (never raises for faults of the kernel itself).
+        ``count``: a checked run that also fills its ``counters`` (runners/perf_model.py)."""
         if len(inputs) != len(self.input_names):
             raise ValueError(f"[metal_kernel] Expected `inputs` to have size "
                              f"{len(self.input_names)} but got size {len(inputs)}.")
@@ -241,9 +242,10 @@ class MetalKernel:
         vetting = expanded.with_address_spaces(
             expanded.vetting(_CANDIDATE_FILES, "source.metal", vetted, pending),
             _CANDIDATE_FILES, check, settings)
+        checked = count or bool(settings.sim_check_set)
         build, mode = build_modes(tu, regions, _SYNC.search(self.header + self.source),
-                                  checked=settings.sim_checks == "full", settings=settings,
-                                  vetting=vetting)
+                                  checked=checked, settings=settings, vetting=vetting,
+                                  count=count)
         if not build.ok:
             return SimRun(False, diagnostics=build.diagnostics, source=shown, build=build)
         outputs = [poison(tuple(s), n, init_value) for s, n in zip(output_shapes, out_names,
@@ -252,11 +254,11 @@ class MetalKernel:
         eff = tuple(min(t, g) for t, g in zip(tg, grid, strict=True))
         spec = LaunchSpec(groups=tuple(-(-g // t) for g, t in zip(grid, eff, strict=True)),
                           threadgroup=eff, grid_threads=grid, nonuniform=True,
-                          tg_mem_limit=THREADGROUP_MEMORY, checked=settings.sim_checks == "full")
+                          tg_mem_limit=THREADGROUP_MEMORY, checked=checked, count=count)
         result = run_launch(build.library, spec, args, settings, source_file="source.metal")
         run = SimRun(True, findings=result.findings, source=shown, printf=result.printf,
                      build=build, diagnostics=build.diagnostics, kernel_s=result.kernel_s,
-                     extents=result.extents, mode=mode)
+                     extents=result.extents, counters=result.counters, mode=mode)
         if result.status == "ok":
             for name, t in zip(self.output_names, outputs, strict=True):
                 run.outputs.append(to_mx(Tensor(result.outputs[name], t.dtype)))

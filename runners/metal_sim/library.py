@@ -104,7 +104,7 @@ class MetalFunction:
         for k, p in enumerate(self.params):
             arg = f"__kp_F::template arg<{k}>"
             if p.buffer_index is not None:
-                ptr = f"(*(void**)__kp_a[{slot}])"
+                ptr = f"(*(void* __KP_RT*)((void* __KP_RT*)__kp_a)[{slot}])"
                 slot += 1
                 args.append(f"*(__remove_reference_t({arg})*){ptr}" if p.type.endswith("&")
                             else f"({arg}){ptr}")
@@ -116,11 +116,13 @@ class MetalFunction:
                     "template <class R, class... A> struct __kp_fn<R (*)(A...)> {\n"
                     "  template <unsigned I> using arg = __type_pack_element<I, A...>; };\n"
                     f"using __kp_F = __kp_fn<decltype(&{self.call})>;\n")
-        body = f"  const __kp_thread* __kp_t = __kp_cur;\n  {self.call}({', '.join(args)});"
+        body = f"  const __kp_thread __KP_RT* __kp_t = __kp_cur;\n  {self.call}({', '.join(args)});"
         return kernel_tail("metal", bool(_SYNC.search(self.library.source)), preamble, body)
 
     def launch(self, buffers: dict[int, object], *, grid=None, threadgroup=(1, 1, 1),
-               threadgroups=None, threadgroup_memory: int = 0) -> MetalRun:
+               threadgroups=None, threadgroup_memory: int = 0, count: bool = False) -> MetalRun:
+        """Run once; returns a MetalRun record. ``count``: a checked run that also fills its
+        ``counters`` (runners/perf_model.py)."""
         tg = launch_dims(threadgroup, "threadgroup")
         if (grid is None) == (threadgroups is None):
             raise ValueError("give exactly one of grid= (threads) and threadgroups=")
@@ -149,15 +151,15 @@ class MetalFunction:
         vetting = lib.vetting(settings)
         if isinstance(vetting, MetalRun):  # refused before anything is compiled
             return vetting
-        checked = settings.sim_checks == "full"
+        checked = count or bool(settings.sim_check_set)
         build = build_kernel(lib.translation_unit(constants=self.constants) + self._entry(),
-                             checked=checked,
-                             settings=settings, vetting=vetting)
+                             checked=checked, settings=settings, vetting=vetting,
+                             count=count)
         if not build.ok:
             return MetalRun(False, diagnostics=build.diagnostics, build=build)
         spec = LaunchSpec(groups=groups, threadgroup=tg, grid_threads=threads,
                           nonuniform=threadgroups is None, tg_mem_limit=THREADGROUP_MEMORY,
-                          dyn_smem=int(threadgroup_memory), checked=checked)
+                          dyn_smem=int(threadgroup_memory), checked=checked, count=count)
         result = run_launch(build.library, spec, args, settings,
                             source_file=self.library.filename)
         for name, array in arrays.items():
@@ -166,7 +168,7 @@ class MetalFunction:
         return MetalRun(True, findings=result.findings, diagnostics=build.diagnostics,
                         outputs=list(arrays.values()) if result.status == "ok" else [],
                         printf=result.printf, source=lib.source, kernel_s=result.kernel_s,
-                        build=build, extents=result.extents)
+                        build=build, extents=result.extents, counters=result.counters)
 
 
 def _bare_instantiation(m: re.Match) -> str:

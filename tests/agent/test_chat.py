@@ -178,7 +178,9 @@ def test_port_becomes_a_version_with_its_check(chat):
     assert "port ACCEPTED" in out and "-> v2" in out
     v = c.values
     assert v["port"]["accepted"] and v["port"]["thread"] == f"{c.sid}-port1"
-    assert v["versions"][1]["origin"] == "port:translator" and v["checks"]["2"]["ok"]
+    # offline, the port ships the translator's draft or a mechanical rewrite of it
+    assert v["versions"][1]["origin"].startswith(("port:translator", "port:opt:"))
+    assert v["checks"]["2"]["ok"]
 
 
 def test_model_answers_stream_cite_rules_and_become_versions(chat):

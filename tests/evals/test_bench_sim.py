@@ -1,5 +1,5 @@
 """The simulator benchmark (evals/bench_sim.py) at --quick sizes: every kernel runs correctly in
-PoCL, cuda_sim and metal_sim under both check modes, and a wrong output is never timed. No
+PoCL, cuda_sim and metal_sim under the default check modes, and a wrong output is never timed. No
 timing is asserted. Skips only where PoCL (the `bench` extra) is not installed."""
 
 import dataclasses
@@ -20,13 +20,13 @@ def test_quick_run_times_every_kernel_correctly(capsys, monkeypatch):
     assert bench_sim.main(["--quick", "--only", "speed", "--reps", "1"]) == 0
     out = capsys.readouterr().out
     assert "PoCL comparison not measured" not in out, out
-    for checks in ("fast", "full"):
+    for checks in ("fast", "bounds", "full"):
         table = out.split(f"checks: {checks}\n", 1)[1].split("geomean", 1)[0]
         for name in NAMES:
             cells = next(ln for ln in table.splitlines() if ln.startswith(name + " ")).split()
             assert len(cells) == 6 and "-" not in cells, f"{checks} {name}: {cells}"
         assert "wrong output" not in table and "run failed" not in table, table
-    assert out.count("geomean") == 2
+    assert out.count("geomean") == 3
 
 
 def test_rows_carry_all_three_runtimes(monkeypatch):
@@ -50,3 +50,11 @@ def test_a_wrong_output_is_reported_and_not_timed(timer):
     assert timer not in row.seconds and row.problems[timer].startswith("wrong output"), row
     bench_sim.measure(row, timer, run, case, 1)
     assert row.seconds[timer] > 0
+
+
+def test_check_modes_are_settings_values():
+    assert bench_sim.check_modes("both") == ("fast", "full")
+    assert bench_sim.check_modes("fast, bounds+race ,full,fast") == ("fast", "bounds,race", "full")
+    assert bench_sim.check_modes("bounds+race+uninit") == ("full",)
+    with pytest.raises(Exception, match="'fats'"):
+        bench_sim.check_modes("fast,fats")

@@ -61,7 +61,6 @@ def test_compiling_is_not_counted_in_the_run_budget(fresh_home, monkeypatch):
             took.append(time.monotonic() - start)
 
     monkeypatch.setattr(simbuild, "build_kernel", timed)
-    monkeypatch.setattr("runners.metal_sim.kernel.build_kernel", timed)
     body = _slow("B(B(S)) B(B(S)) B(B(S)) B(B(S))")
     # 6 s leaves the child's start-up room on a loaded machine; the compile takes longer
     outs, _, record, problem = _run(body, HEADER, 6.0)

@@ -40,6 +40,40 @@ static inline void raise_to(int64_t* at, int64_t v) {
          !__atomic_compare_exchange_n(at, &cur, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
 }
 
+// Matches no access: where the last views point before the first hit, and always when counting.
+static __kp_view g_no_view = {0, 0, {0, 0}, {0, 0}, 0};
+
+void checks_worker_setup(Worker* w) {
+  w->views.assign(g_launch.args.size(), __kp_view{0, 0, {INT64_MAX, INT64_MAX},
+                                                  {INT64_MIN, INT64_MIN}, 0});
+  w->fast_views = g_launch.count ? 0 : w->views.size();  // counters see every access
+  for (size_t i = 0; i < g_launch.args.size(); i++) {
+    const Arg& a = g_launch.args[i];
+    w->views[i].data = (uintptr_t)a.data, w->views[i].bytes = a.bytes;
+    w->views[i].writable = a.writes_back;
+  }
+  w->last_view = g_launch.view_slots();
+  w->last_view[0] = w->last_view[1] = &g_no_view;
+}
+
+void merge_extents(Worker* w) {
+  for (size_t i = 0; i < w->views.size(); i++) {
+    __kp_view& v = w->views[i];
+    Arg::Extent* e[2] = {&g_launch.args[i].reads, &g_launch.args[i].writes};
+    for (int k = 0; k < 2; k++) {
+      if (v.lo[k] > v.hi[k]) continue;  // nothing recorded since the last merge
+      lower_to(&e[k]->lo, v.lo[k]);
+      raise_to(&e[k]->hi, v.hi[k]);
+      v.lo[k] = INT64_MAX, v.hi[k] = INT64_MIN;
+    }
+  }
+}
+
+static inline void extend(__kp_view* v, bool write, int64_t start, size_t n) {
+  if (start < v->lo[write]) v->lo[write] = start;
+  if (start + (int64_t)n > v->hi[write]) v->hi[write] = start + (int64_t)n;
+}
+
 static void report_buffer_oob(const Arg* b, uintptr_t a, bool write, void* pc, unsigned line) {
   long long index = ((long long)a - (long long)(uintptr_t)b->data) / (long long)b->elem_size;
   char msg[256];
@@ -49,10 +83,18 @@ static void report_buffer_oob(const Arg* b, uintptr_t a, bool write, void* pc, u
   add_finding(__KP_F_OOB, line, msg, where, pc);
 }
 
-static const TgVar* tg_var_at(const Worker* w, size_t off, const TgVar** before) {
+static const TgVar* tg_var_at(Worker* w, size_t off, const TgVar** before) {
   *before = nullptr;
-  for (const TgVar& v : w->tg_vars) {
+  if (w->last_var < w->tg_vars.size()) {
+    const TgVar& v = w->tg_vars[w->last_var];
     if (off >= v.offset && off < v.offset + v.size) return &v;
+  }
+  for (size_t i = 0; i < w->tg_vars.size(); i++) {
+    const TgVar& v = w->tg_vars[i];
+    if (off >= v.offset && off < v.offset + v.size) {
+      w->last_var = i;
+      return &v;
+    }
     if (v.offset <= off) *before = &v;
   }
   return nullptr;
@@ -67,50 +109,80 @@ static bool conflicts(const Worker* w, uint32_t me, uint16_t other, uint32_t oth
   return w->simd_epoch[s] == other_simd_epoch;
 }
 
+static __attribute__((noinline)) void report_tg_oob(Worker* w, const TgVar* before, size_t off,
+                                                    bool write, void* pc, unsigned line) {
+  char msg[320];
+  if (before)
+    snprintf(msg, sizeof msg, "out-of-bounds %s of threadgroup variable '%s': byte %zu of a "
+             "%zu-byte variable", write ? "write" : "read", before->name.c_str(),
+             off - before->offset, before->size);
+  else
+    snprintf(msg, sizeof msg, "out-of-bounds %s before the first threadgroup variable",
+             write ? "write" : "read");
+  add_finding(__KP_F_OOB, line, msg, &w->running->pos, pc);  // line 0: the pc locates it
+}
+
+static __attribute__((noinline)) void report_uninit(Worker* w, const TgVar* var, size_t at,
+                                                    void* pc, unsigned line) {
+  char msg[320];
+  snprintf(msg, sizeof msg, "read of threadgroup variable '%s' at byte %zu before any thread "
+           "of the group wrote it", var->name.c_str(), at - var->offset);
+  add_finding(__KP_F_UNINIT, line, msg, &w->running->pos, pc);
+}
+
+static __attribute__((noinline)) void report_race(Worker* w, const TgVar* var, size_t at,
+                                                  const char* kind, unsigned other, uint32_t me,
+                                                  void* pc, unsigned line) {
+  char who[96], msg[320];
+  if (other == 0xFFFE)  // several readers were recorded
+    snprintf(who, sizeof who, "read by several threads and written by thread %u", me);
+  else
+    snprintf(who, sizeof who, kind, other, me);
+  snprintf(msg, sizeof msg, "race on threadgroup variable '%s' byte %zu: %s with no barrier "
+           "between", var->name.c_str(), at - var->offset, who);
+  add_finding(__KP_F_RACE, line, msg, &w->running->pos, pc);
+}
+
 static void tg_access(Worker* w, size_t off, size_t n, bool write, void* pc, unsigned line) {
   const TgVar* before;
   const TgVar* var = tg_var_at(w, off, &before);
-  const __kp_thread* where = &w->running->pos;
-  char msg[320];
   if (!var) {
-    if (before)
-      snprintf(msg, sizeof msg, "out-of-bounds %s of threadgroup variable '%s': byte %zu of a "
-               "%zu-byte variable", write ? "write" : "read", before->name.c_str(),
-               off - before->offset, before->size);
-    else
-      snprintf(msg, sizeof msg, "out-of-bounds %s before the first threadgroup variable",
-               write ? "write" : "read");
-    add_finding(__KP_F_OOB, line, msg, where, pc);  // line 0: the access (pc) locates it
+    if (g_launch.check_bounds) report_tg_oob(w, before, off, write, pc, line);
     return;
   }
-  uint32_t me = w->running->pos.linear;
-  uint16_t me1 = (uint16_t)(me + 1);
-  uint32_t se = w->simd_epoch[me / __KP_SIMD_WIDTH];
-  for (size_t i = 0; i < n && off + i < w->tg_capacity; i++) {
-    Shadow& sh = w->shadow[off + i];
+  const bool race = g_launch.check_race, uninit = g_launch.check_uninit;
+  if (!race && !uninit) return;
+  const uint32_t me = w->running->pos.linear, epoch = w->epoch, group = w->group_serial;
+  const uint16_t me1 = (uint16_t)(me + 1);
+  const uint32_t se = w->simd_epoch[me / __KP_SIMD_WIDTH];
+  if (off + n > w->tg_capacity) n = w->tg_capacity - off;
+  Shadow* shadow = w->shadow.data() + off;
+  for (size_t i = 0; i < n; i++) {
+    Shadow& sh = shadow[i];
     const char* kind = nullptr;
     unsigned other = 0;
     if (write) {
-      if (sh.w_epoch == w->epoch && sh.w_thread != me1 && conflicts(w, me, sh.w_thread, sh.w_simd_epoch))
+      if (!race) {
+      } else if (sh.w_epoch == epoch && sh.w_thread != me1 &&
+                 conflicts(w, me, sh.w_thread, sh.w_simd_epoch))
         kind = "written by thread %u and thread %u", other = sh.w_thread - 1;
-      else if (sh.r_epoch == w->epoch && sh.r_thread != me1 &&
+      else if (sh.r_epoch == epoch && sh.r_thread != me1 &&
                conflicts(w, me, sh.r_thread, sh.r_simd_epoch))
         kind = "read by thread %u and written by thread %u", other = sh.r_thread - 1;
-      sh.w_epoch = w->epoch;
+      sh.w_epoch = epoch;
       sh.w_thread = me1;
-      sh.w_group = w->group_serial;
+      sh.w_group = group;
       sh.w_simd_epoch = se;
     } else {
-      if (sh.w_group != w->group_serial) {
-        snprintf(msg, sizeof msg, "read of threadgroup variable '%s' at byte %zu before any thread "
-                 "of the group wrote it", var->name.c_str(), off + i - var->offset);
-        add_finding(__KP_F_UNINIT, line, msg, where, pc);
-        break;
+      if (uninit && sh.w_group != group) {
+        report_uninit(w, var, off + i, pc, line);
+        return;
       }
-      if (sh.w_epoch == w->epoch && sh.w_thread != me1 && conflicts(w, me, sh.w_thread, sh.w_simd_epoch))
+      if (!race) continue;
+      if (sh.w_epoch == epoch && sh.w_thread != me1 && conflicts(w, me, sh.w_thread, sh.w_simd_epoch))
         kind = "written by thread %u and read by thread %u", other = sh.w_thread - 1;
-      if (sh.r_epoch != w->epoch) {
-        sh.r_epoch = w->epoch;
+      if (sh.r_epoch != epoch) {
+        sh.r_epoch = epoch;
         sh.r_thread = me1;
         sh.r_simd_epoch = se;
       } else if (sh.r_thread != me1) {
@@ -118,15 +190,8 @@ static void tg_access(Worker* w, size_t off, size_t n, bool write, void* pc, uns
       }
     }
     if (kind) {
-      char who[96];
-      if (other == 0xFFFE)  // several readers were recorded
-        snprintf(who, sizeof who, "read by several threads and written by thread %u", me);
-      else
-        snprintf(who, sizeof who, kind, other, me);
-      snprintf(msg, sizeof msg, "race on threadgroup variable '%s' byte %zu: %s with no barrier "
-               "between", var->name.c_str(), off + i - var->offset, who);
-      add_finding(__KP_F_RACE, line, msg, where, pc);
-      break;
+      report_race(w, var, off + i, kind, other, me, pc, line);
+      return;
     }
   }
 }
@@ -138,10 +203,10 @@ struct CountPause {
   ~CountPause() { t_counted = false; }
 };
 
-static inline void on_access(void* p, size_t n, bool write, void* pc, unsigned line = 0) {
-  Worker* w = t_worker;
-  if (!w || !w->running) return;
-  uintptr_t a = (uintptr_t)p;
+// Threadgroup and dynamic shared memory, accesses not wholly inside a buffer (or writes to an
+// input), and every access of a launch with performance counters.
+static __attribute__((noinline)) void access_slow(Worker* w, uintptr_t a, size_t n, bool write,
+                                                  void* pc, unsigned line) {
   uintptr_t tg = (uintptr_t)w->tg_arena;
   if (g_launch.count && !t_counted) {  // performance counters (counters.cpp)
     bool shared = a - tg < w->tg_capacity ||
@@ -150,7 +215,7 @@ static inline void on_access(void* p, size_t n, bool write, void* pc, unsigned l
   }
   if (a - tg < w->tg_capacity) return tg_access(w, a - tg, n, write, pc, line);
   if (w->dyn_smem && a - (uintptr_t)w->dyn_smem < g_launch.dyn_smem + 64) {
-    if (a + n > (uintptr_t)w->dyn_smem + g_launch.dyn_smem) {
+    if (g_launch.check_bounds && a + n > (uintptr_t)w->dyn_smem + g_launch.dyn_smem) {
       char msg[160];
       snprintf(msg, sizeof msg, "out-of-bounds %s of dynamic shared memory at byte %zu (%zu bytes "
                "requested at launch)", write ? "write" : "read",
@@ -160,29 +225,54 @@ static inline void on_access(void* p, size_t n, bool write, void* pc, unsigned l
     return;
   }
   Arg* b = buffer_of(a);
-  if (b && n) {
-    Arg::Extent& e = write ? b->writes : b->reads;
-    int64_t start = (int64_t)(a - (uintptr_t)b->data);
-    lower_to(&e.lo, start);
-    raise_to(&e.hi, start + (int64_t)n);
-  }
-  if (b && (a < (uintptr_t)b->data || a + n > (uintptr_t)(b->data + b->bytes))) {
-    report_buffer_oob(b, a, write, pc, line);
-  } else if (b && write && !b->writes_back) {
+  if (!b) return;
+  __kp_view* v = &w->views[b - g_launch.args.data()];
+  if (n) extend(v, write, (int64_t)(a - (uintptr_t)b->data), n);
+  if (a < (uintptr_t)b->data || a + n > (uintptr_t)(b->data + b->bytes)) {
+    if (g_launch.check_bounds) report_buffer_oob(b, a, write, pc, line);
+  } else if (write && !b->writes_back) {
+    if (!g_launch.check_bounds) return;
     // Metal inputs are `const device`: a write means a cast dropped the const. On a GPU it
     // would change the caller's array (and could fool a checker that reads it afterwards).
     char msg[200];
     snprintf(msg, sizeof msg, "write to input buffer '%s' at element %lld: inputs are const; "
              "a kernel must not mutate them", b->name.c_str(),
              ((long long)a - (long long)(uintptr_t)b->data) / (long long)b->elem_size);
-    add_finding(__KP_F_INVALID, line, msg, t_worker && t_worker->running ?
-                &t_worker->running->pos : nullptr, pc);
+    add_finding(__KP_F_INVALID, line, msg, &w->running->pos, pc);
   }
 }
 
-static inline void check_aligned(void* p, size_t n, void* pc) {
+static inline bool in_view(const __kp_view* v, uintptr_t a, size_t n, bool write) {
+  uintptr_t off = a - v->data;
+  return off < v->bytes && n - 1 < v->bytes - off && (v->writable || !write);
+}
+
+// The hot path: an in-bounds access (n > 0) to a buffer (the one the last read or write hit
+// first) only widens this worker's extents.
+static inline void on_access(void* p, size_t n, bool write, void* pc, unsigned line = 0) {
   Worker* w = t_worker;
-  if (!w || !w->running || ((uintptr_t)p & (n - 1)) == 0) return;
+  if (__builtin_expect(!w || !w->running, 0)) return;
+  uintptr_t a = (uintptr_t)p;
+  __kp_view* v = w->last_view[write];
+  if (__builtin_expect(in_view(v, a, n, write), 1)) {
+    extend(v, write, (int64_t)(a - v->data), n);
+    return;
+  }
+  if (a - (uintptr_t)w->tg_arena < w->tg_capacity && !g_launch.count)
+    return tg_access(w, a - (uintptr_t)w->tg_arena, n, write, pc, line);
+  for (__kp_view *u = w->views.data(), *end = u + w->fast_views; u < end; u++) {
+    if (in_view(u, a, n, write)) {
+      w->last_view[write] = u;
+      extend(u, write, (int64_t)(a - u->data), n);
+      return;
+    }
+  }
+  access_slow(w, a, n, write, pc, line);
+}
+
+static __attribute__((noinline)) void check_aligned(void* p, size_t n, void* pc) {
+  Worker* w = t_worker;
+  if (!w || !w->running) return;
   uintptr_t a = (uintptr_t)p;
   const Arg* b = buffer_of(a);
   if (!b && a - (uintptr_t)w->tg_arena >= w->tg_capacity) return;  // thread-local data
@@ -193,10 +283,16 @@ static inline void check_aligned(void* p, size_t n, void* pc) {
   add_finding(__KP_F_INVALID, 0, msg, &w->running->pos, pc);
 }
 
+// An access where the compiler assumed n-byte alignment from the type.
+static inline void on_aligned(void* p, size_t n, bool write, void* pc) {
+  if (__builtin_expect(((uintptr_t)p & (n - 1)) != 0, 0)) check_aligned(p, n, pc);
+  on_access(p, n, write, pc);
+}
+
 }  // namespace __kp
 
-using __kp::check_aligned;
 using __kp::on_access;
+using __kp::on_aligned;
 #define __KP_PC __builtin_return_address(0)
 
 extern "C" {
@@ -224,6 +320,16 @@ void __kp_check_access(const void* addr, size_t size, int is_write, unsigned lin
   on_access((void*)addr, size, is_write, __KP_PC, line);
 }
 
+void __kp_access(const void* addr, size_t size, int is_write, int aligned) {
+  __kp::Worker* w = __kp::t_worker;
+  uintptr_t tg_off = (uintptr_t)addr - (uintptr_t)(w ? w->tg_arena : nullptr);
+  if (w && w->running && tg_off < w->tg_capacity && !__kp::g_launch.count &&
+      (!aligned || ((uintptr_t)addr & (size - 1)) == 0))  // threadgroup memory: straight there
+    return __kp::tg_access(w, tg_off, size, is_write, __KP_PC, 0);
+  if (aligned) on_aligned((void*)addr, size, is_write, __KP_PC);
+  else on_access((void*)addr, size, is_write, __KP_PC);
+}
+
 void __tsan_init() {}
 void __tsan_func_entry(void*) {}
 void __tsan_func_exit() {}
@@ -232,8 +338,8 @@ void __tsan_ignore_thread_end() {}
 // The aligned hooks are called where the compiler assumed N-byte alignment from the type (a
 // float4 load, say): on a GPU a misaligned address there faults, so it is reported.
 #define __KP_HOOKS(N)                                                                         \
-  void __tsan_read##N(void* p) { check_aligned(p, N, __KP_PC); on_access(p, N, false, __KP_PC); } \
-  void __tsan_write##N(void* p) { check_aligned(p, N, __KP_PC); on_access(p, N, true, __KP_PC); } \
+  void __tsan_read##N(void* p) { on_aligned(p, N, false, __KP_PC); }                         \
+  void __tsan_write##N(void* p) { on_aligned(p, N, true, __KP_PC); }                         \
   void __tsan_unaligned_read##N(void* p) { on_access(p, N, false, __KP_PC); }               \
   void __tsan_unaligned_write##N(void* p) { on_access(p, N, true, __KP_PC); }               \
   void __tsan_volatile_read##N(void* p) { on_access(p, N, false, __KP_PC); }                \

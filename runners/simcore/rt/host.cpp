@@ -4,7 +4,8 @@
 //
 // Request file (one item per line; written by runners/simhost.py):
 //   kernel PATH | groups X Y Z | tg X Y Z | grid X Y Z | nonuniform 0|1 | tg_mem BYTES
-//   dyn_smem BYTES | threads N | checked 0|1 | count 0|1 | stack BYTES | result PATH | printf PATH
+//   dyn_smem BYTES | threads N | checked 0|1 | count 0|1 | checks MASK (1 bounds, 2 race,
+//   4 uninit; all when absent) | stack BYTES | result PATH | printf PATH
 //   lockdown required|optional
 //   buffer NAME ELEM_SIZE BYTES in|out|inout PATH [detached]      scalar NAME HEXBYTES
 //   pointer SCALAR OFFSET BUFFER  (a struct scalar's pointer field: the address of a detached
@@ -203,6 +204,7 @@ void finish_fatal(int kind, unsigned line, const char* msg, const __kp_thread* w
   }
   Finding f{kind, line, msg, {}, where != nullptr, pc_offset(pc), 1};
   if (where) f.where = *where;
+  if (g_launch.checked && t_worker) merge_extents(t_worker);
   write_result("fault", &f);
   _exit(0);
 }
@@ -381,6 +383,8 @@ static void parse_request(const char* path) {
     else if (k == "threads" && sscanf(line, "%*s %llu", &a) == 1) L.os_threads = (int)a;
     else if (k == "checked" && sscanf(line, "%*s %llu", &a) == 1) L.checked = a;
     else if (k == "count" && sscanf(line, "%*s %llu", &a) == 1) L.count = a;
+    else if (k == "checks" && sscanf(line, "%*s %llu", &a) == 1)  // 1 bounds, 2 race, 4 uninit
+      L.check_bounds = a & 1, L.check_race = a & 2, L.check_uninit = a & 4;
     else if (k == "stack" && sscanf(line, "%*s %llu", &a) == 1) L.stack_size = a;
     else if (k == "result" && sscanf(line, "%*s %4095s", s1) == 1) L.result_path = s1;
     else if (k == "printf" && sscanf(line, "%*s %4095s", s1) == 1) L.printf_path = s1;
@@ -427,8 +431,9 @@ static void load_kernel() {
   L.entry = (void (*)(void**))dlsym(lib, "__kp_kernel_entry");
   L.run_threads = (void (*)(void**, __kp_thread*))dlsym(lib, "__kp_kernel_run_threads");
   L.current_slot = (__kp_thread** (*)(void))dlsym(lib, "__kp_kernel_current_slot");
+  L.view_slots = (__kp_view** (*)(void))dlsym(lib, "__kp_kernel_view_slots");
   const int* sync = (const int*)dlsym(lib, "__kp_kernel_needs_sync");
-  if (!L.entry || !L.run_threads || !L.current_slot || !sync)
+  if (!L.entry || !L.run_threads || !L.current_slot || !L.view_slots || !sync)
     bad_request("kernel library lacks the kp_* entry points");
   L.needs_sync = *sync;
   Dl_info info;
@@ -550,6 +555,7 @@ int main(int argc, char** argv) {
       uint32_t gy = (g / g_launch.groups[0]) % g_launch.groups[1];
       uint32_t gz = g / ((uint64_t)g_launch.groups[0] * g_launch.groups[1]);
       run_group(w, gx, gy, gz);
+      if (g_launch.checked) merge_extents(w);
     }
     if (g_launch.count) counters_worker_done();
   };

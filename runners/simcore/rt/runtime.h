@@ -68,6 +68,10 @@ struct Shadow {
   uint32_t w_simd_epoch, r_simd_epoch;
 };
 
+// Checked mode, per worker: one __kp_view (rt.h) a buffer, holding the extents this worker's
+// accesses reached, merged into the Arg after each group (merge_extents), so the access checks
+// write no cache line another worker writes.
+
 // One OS thread of the pool: runs whole threadgroups, one at a time.
 struct Worker {
   int index = 0;
@@ -84,6 +88,10 @@ struct Worker {
   std::vector<TgVar> tg_vars;
   unsigned char* dyn_smem = nullptr;
   std::vector<Shadow> shadow;        // checked mode: one per arena byte
+  std::vector<__kp_view> views;      // checked mode: one per argument (buffers used)
+  size_t fast_views = 0;             // views the hot path tries (none when counting)
+  __kp_view** last_view = nullptr;   // the kernel's __kp_last_view[2] of this OS thread
+  size_t last_var = 0;               // index of the threadgroup variable the last access hit
   uint32_t epoch = 0;                // bumps at every group start and barrier
   uint32_t group_serial = 0;
   char* stacks = nullptr;
@@ -105,6 +113,9 @@ struct Launch {
   int os_threads = 1;
   bool checked = false;        // kernel built with access instrumentation
   bool count = false;          // performance counters (counters.cpp); needs `checked`
+  // What a checked launch checks (KPORT_SIM_CHECKS): bounds (buffers, threadgroup variables,
+  // dynamic shared memory, writes to inputs), races and uninitialised reads of threadgroup memory.
+  bool check_bounds = true, check_race = true, check_uninit = true;
   size_t stack_size = 128 * 1024;
   std::string result_path, printf_path;
   bool lockdown_required = true;  // fail rather than run the kernel without Landlock + seccomp
@@ -114,6 +125,7 @@ struct Launch {
   void (*entry)(void**) = nullptr;
   void (*run_threads)(void**, __kp_thread*) = nullptr;
   __kp_thread** (*current_slot)(void) = nullptr;
+  __kp_view** (*view_slots)(void) = nullptr;
   int needs_sync = 1;
   std::string dialect;
 };
@@ -132,6 +144,8 @@ void run_group(Worker* w, uint32_t gx, uint32_t gy, uint32_t gz);
 
 // checks.cpp
 Arg* buffer_of(uintptr_t addr);  // buffer whose guarded span holds addr, or null
+void checks_worker_setup(Worker* w);
+void merge_extents(Worker* w);   // the worker's extents into the Args'; called after each group
 
 // counters.cpp: performance counters of a launch with `count` set (written as "counters").
 enum CounterId {

@@ -31,7 +31,10 @@ void worker_setup(Worker* w) {
   w->tg_arena = (unsigned char*)aligned_alloc(64, (w->tg_capacity + 63) / 64 * 64);
   if (g_launch.dyn_smem)
     w->dyn_smem = (unsigned char*)aligned_alloc(64, (g_launch.dyn_smem + kTgRedzone + 63) / 64 * 64);
-  if (g_launch.checked) w->shadow.assign(w->tg_capacity, Shadow{});
+  if (g_launch.checked) {
+    w->shadow.assign(w->tg_capacity, Shadow{});
+    checks_worker_setup(w);
+  }
   if (!g_launch.needs_sync) return;
   size_t ps = page_size();
   w->stack_size = (g_launch.stack_size + kStagger + ps - 1) / ps * ps;

@@ -59,19 +59,19 @@
 // ---- Built-in variables: expressions reading the running fiber's position -----------------------
 namespace __kp_cuda {
 __KP_INLINE uint3 thread_idx() {
-  const __kp_thread* t = __kp_cur;
+  const __kp_thread __KP_RT* t = __kp_cur;
   return uint3{t->tid[0], t->tid[1], t->tid[2]};
 }
 __KP_INLINE uint3 block_idx() {
-  const __kp_thread* t = __kp_cur;
+  const __kp_thread __KP_RT* t = __kp_cur;
   return uint3{t->gid[0], t->gid[1], t->gid[2]};
 }
 __KP_INLINE dim3 block_dim() {
-  const __kp_thread* t = __kp_cur;
+  const __kp_thread __KP_RT* t = __kp_cur;
   return dim3(t->tg_dispatch[0], t->tg_dispatch[1], t->tg_dispatch[2]);
 }
 __KP_INLINE dim3 grid_dim() {
-  const __kp_thread* t = __kp_cur;
+  const __kp_thread __KP_RT* t = __kp_cur;
   return dim3(t->ngroups[0], t->ngroups[1], t->ngroups[2]);
 }
 }  // namespace __kp_cuda

@@ -2,18 +2,24 @@
 // defined `__kp_entry_body(void**)` (run one thread) and the macros __KP_NEEDS_SYNC and __KP_DIALECT.
 #pragma once
 
-__thread __kp_thread* __kp_cur __attribute__((tls_model("initial-exec")));
+__thread __kp_thread __KP_RT* __kp_cur_slot __attribute__((tls_model("initial-exec")));
 
 // The scheduler writes the running thread straight into this library's TLS slot.
-extern "C" __kp_thread** __kp_kernel_current_slot(void) { return &__kp_cur; }
+extern "C" __kp_thread** __kp_kernel_current_slot(void) { return (__kp_thread**)(void*)&__kp_cur_slot; }
+__thread __kp_view __KP_RT* __kp_last_view[2] __attribute__((tls_model("initial-exec")));
+extern "C" __kp_view** __kp_kernel_view_slots(void) { return (__kp_view**)(void*)__kp_last_view; }
+#ifdef __KP_INSTRUMENTED
+#include "checks.h"
+#endif
 extern "C" const int __kp_kernel_needs_sync = __KP_NEEDS_SYNC;
 extern "C" const char* const __kp_kernel_dialect = __KP_DIALECT;
 
 extern "C" void __kp_kernel_entry(void** a) { __kp_entry_body(a); }
 
 // Every thread of one group in order, without fibers: for kernels with no barrier or
-// collective. `t` arrives with the group-level fields set; thread-level ones are filled here.
-extern "C" void __kp_kernel_run_threads(void** a, __kp_thread* t) {
+// collective. `group` arrives with the group-level fields set; thread-level ones are filled here.
+extern "C" void __kp_kernel_run_threads(void** a, __kp_thread* group) {
+  __kp_thread __KP_RT* const t = (__kp_thread __KP_RT*)group;
   const uint32_t nx = t->tg_size[0], ny = t->tg_size[1], nz = t->tg_size[2];
   const uint32_t n = nx * ny * nz, full = n / __KP_SIMD_WIDTH * __KP_SIMD_WIDTH;
   uint32_t linear = 0;
@@ -30,6 +36,7 @@ extern "C" void __kp_kernel_run_threads(void** a, __kp_thread* t) {
         t->lane = linear % __KP_SIMD_WIDTH;
         t->simd = linear / __KP_SIMD_WIDTH;
         t->simd_lanes = linear < full ? __KP_SIMD_WIDTH : n - full;
+        __KP_POSITION_SET();
         __kp_entry_body(a);
       }
 }

@@ -35,9 +35,24 @@ struct __kp_thread {
   uint32_t simd_lanes;    // lanes that exist in this thread's simd group (32 except the last)
 };
 
+// kport's own memory (thread positions, argument slots, per-thread arrays of work-item loops)
+// is read and written through this address space, which -fsanitize=thread leaves alone: the
+// checks' hooks see only the kernel's own accesses. The code is the same as address space 0's.
+#define __KP_RT __attribute__((address_space(7)))
+
+// After a thread's position is written: checked builds' hooks read it (the race checks, and
+// the counters pair a warp's lanes by it), so the stores must not sink past the kernel's body.
+#if __has_feature(thread_sanitizer)
+#define __KP_POSITION_SET() __asm__ volatile("" ::: "memory")
+#else
+#define __KP_POSITION_SET()
+#endif
+
 // The running thread. Defined (initial-exec TLS) by each kernel library (kernel_abi.h), which
 // exports __kp_kernel_current_slot() so the scheduler can point it at the fiber it runs.
-extern __thread __kp_thread* __kp_cur __attribute__((tls_model("initial-exec")));
+// `__kp_cur` reads it through __KP_RT and is a `__kp_thread __KP_RT*`.
+extern __thread __kp_thread __KP_RT* __kp_cur_slot __attribute__((tls_model("initial-exec")));
+#define __kp_cur (*(__kp_thread __KP_RT* __KP_RT*)&__kp_cur_slot)
 
 // Severity and kind of a finding reported by a shim (the runtime adds thread/group/line).
 enum __kp_finding_kind {
@@ -82,6 +97,19 @@ void* __kp_tg_alloc(const void* site, size_t size, size_t align, const char* nam
 void* __kp_dyn_smem(void);
 size_t __kp_dyn_smem_size(void);
 
+// Checked builds: a buffer as the inline access checks (kport/checks.h) see it. The runtime
+// points each worker's __kp_last_view[0] / [1] at the buffer the last read / write hit.
+struct __kp_view {
+  uintptr_t data, bytes;   // the buffer's own bytes
+  int64_t lo[2], hi[2];    // lowest start and highest end offset reached: [0] reads, [1] writes
+  uintptr_t writable;      // 0: an input (writes go to the runtime, which reports them)
+};
+// Everything the inline check does not settle: `aligned` when the compiler assumed n-byte
+// alignment (a misaligned address is reported). The return address locates the access, so
+// no two call sites may be merged into one.
+__attribute__((nomerge)) void __kp_access(const void* addr, size_t size, int is_write,
+                                          int aligned);
+
 // Check an access done by a shim built-in that is not instrumented (atomics): reports OOB against
 // buffers and threadgroup arrays when the launch runs with full checks.
 void __kp_check_access(const void* addr, size_t size, int is_write, unsigned line);
@@ -101,6 +129,7 @@ int __kp_register_dyn_smem(void** (*slot)(void));
 extern "C" void __kp_kernel_entry(void** args);
 extern "C" void __kp_kernel_run_threads(void** args, __kp_thread* group);  // no-fiber fast path
 extern "C" __kp_thread** __kp_kernel_current_slot(void);
+extern "C" __kp_view** __kp_kernel_view_slots(void);  // this OS thread's __kp_last_view[2]
 extern "C" const int __kp_kernel_needs_sync;      // 0: no barrier/collective in the source
 extern "C" const char* const __kp_kernel_dialect; // "metal" or "cuda"
 #include "workitems.h"

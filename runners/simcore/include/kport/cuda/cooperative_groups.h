@@ -18,7 +18,7 @@ class thread_block {
   static void sync(__KP_SITE) { __kp_barrier(__kp_line, __kp_col, 0, 0); }
   static unsigned int size() { return num_threads(); }
   static unsigned int num_threads() {
-    const uint32_t* d = __kp_cur->tg_dispatch;
+    const uint32_t __KP_RT* d = __kp_cur->tg_dispatch;
     return d[0] * d[1] * d[2];
   }
   static unsigned int thread_rank() { return __kp_cur->linear; }

@@ -116,7 +116,7 @@ struct alignas(T) Uninitialized {
 };
 
 __KP_INLINE int RowMajorTid(int block_dim_x, int block_dim_y, int block_dim_z) {
-  const uint32_t* t = __kp_cur->tid;
+  const uint32_t __KP_RT* t = __kp_cur->tid;
   return (block_dim_z == 1 ? 0 : (int)t[2] * block_dim_x * block_dim_y) +
          (block_dim_y == 1 ? 0 : (int)t[1] * block_dim_x) + (int)t[0];
 }
@@ -193,7 +193,7 @@ __KP_INLINE T poison() {
 
 // A collective for `need` threads run by a smaller block reads values nobody wrote: say so once.
 [[gnu::cold, gnu::noinline]] inline void short_block(const char* what, unsigned line, int need) {
-  const uint32_t* d = __kp_cur->tg_size;
+  const uint32_t __KP_RT* d = __kp_cur->tg_size;
   char msg[320];
   snprintf(msg, sizeof msg,
            "%s is sized for %d threads but the block has %u; it reads the values of threads "
@@ -202,7 +202,7 @@ __KP_INLINE T poison() {
   __kp_report(__KP_F_INVALID, line, msg);
 }
 __KP_INLINE void check_block(const char* what, site s, int need, int tid) {
-  const uint32_t* d = __kp_cur->tg_size;
+  const uint32_t __KP_RT* d = __kp_cur->tg_size;
   if (__builtin_expect(tid == 0 && (int)(d[0] * d[1] * d[2]) < need, 0))
     short_block(what, s.line, need);
 }

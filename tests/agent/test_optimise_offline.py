@@ -1,0 +1,45 @@
+"""The optimise step with no LLM: mechanical rewrites of the accepted port in a best-first tree,
+each checked by the harness and scored by the cost model (real metal_sim runs); the best
+predicted correct candidate ships, and the report draws the tree."""
+
+from agent.report import shipped_node, tree_markdown
+from agent.session import new_thread_id, run_port
+from corpus.cases import discover
+from runners.settings import load_settings
+
+
+def test_offline_search_ships_the_best_predicted_correct_rewrite(port_ctx):
+    # case 006: the shuffle trees become simd_sum and the barriers narrow (both correct); a
+    # BLOCK sweep changes which elements each partial sum holds, so the harness rejects it
+    case = discover(ids=["006"])[0]
+    v = run_port(port_ctx(case=case, optimise=3), load_settings(),
+                 new_thread_id("sum")).values
+    tree = v["tree"]
+    assert v["decision"] == "accept" and len(tree) == 4 and v["llm_calls"] == 0
+    assert [n["action"] for n in tree] == [None, "simd_collectives", "narrow_barriers",
+                                           "template:BLOCK=512"]
+    assert tree[1]["parent"] == 0 and tree[2]["parent"] == 1  # expanded the best node
+    assert tree[3]["status"] == "rejected" and "differ" in tree[3]["notes"][0]
+    scored = [n for n in tree if n["status"] != "rejected"]
+    assert all(n["score"]["kind"] == "model" and n["predicted_s"] > 0 for n in scored)
+    best = min(scored, key=lambda n: n["predicted_s"])
+    assert v["best"]["score"]["value"] == best["predicted_s"]
+    assert shipped_node(v) == best["id"] and v["best"]["candidate"]["origin"].startswith("opt:")
+    assert "simd_sum" in v["best"]["candidate"]["header"]
+    assert "optimisation budget spent (3 candidates)" in v["opt_note"]
+
+    md = "\n".join(tree_markdown({"note": v["opt_note"], "tree": tree,
+                                  "shipped_node": shipped_node(v), "scores": "model note"}))
+    assert "- node 0 root" in md and "\n  - node 1 simd_collectives" in md
+    assert "\n    - node 2 narrow_barriers" in md and "rejected; partials:" in md
+    assert md.count("<- shipped") == 1 and "µs, dram-bound" in md
+
+
+def test_offline_search_stops_when_no_rewrite_applies(port_ctx, saxpy):
+    # saxpy's 256-thread groups sweep to the other four sizes; from any of them the sweep
+    # gives only launches already in the tree, so the search ends before its budget
+    v = run_port(port_ctx(optimise=20), load_settings(), new_thread_id("saxpy")).values
+    actions = [n["action"] for n in v["tree"][1:]]
+    assert sorted(actions) == sorted(f"threadgroup:{s}" for s in (64, 128, 512, 1024))
+    assert "every applicable action was tried" in v["opt_note"]
+    assert len({n["fingerprint"] for n in v["tree"]}) == len(v["tree"])  # no repeats
