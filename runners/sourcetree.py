@@ -36,6 +36,15 @@ def parse(data: bytes, language: str) -> Node:
     return parser(language).parse(data).root_node
 
 
+def walk(node: Node) -> Iterator[Node]:
+    """``node`` and every node below it, in source order."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(reversed(n.children))
+
+
 def leaves(node: Node, whole: frozenset[str] = LITERALS) -> Iterator[Node]:
     """The leaf nodes under ``node`` in source order, each a token: comments and empty nodes
     (tree-sitter's MISSING ones) dropped, a node whose type is in ``whole`` kept as one."""

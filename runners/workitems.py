@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from tree_sitter import Node
 
 from runners.sourcetree import parse
+from runners.sourcetree import walk as _walk
 
 MODE_FIBERS, MODE_LOOP, MODE_REGIONS = "fibers", "thread loop", "work-item loops"
 _PURE_CALLS = frozenset({"min", "max", "umin", "umax", "metal::min", "metal::max"})
@@ -34,14 +35,6 @@ class NotFormed(Exception):
 
 def _text(n: Node) -> str:
     return n.text.decode()
-
-
-def _walk(n: Node):
-    stack = [n]
-    while stack:
-        x = stack.pop()
-        yield x
-        stack.extend(reversed(x.children))
 
 
 def _idents(n: Node) -> set[str]:

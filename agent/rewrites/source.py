@@ -6,13 +6,13 @@ edits made by byte ranges of those trees. Metal's address spaces parse as small 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from tree_sitter import Node
 
 from corpus.candidate import Candidate
-from runners.sourcetree import parse
+from runners.sourcetree import parse, walk
 
 _OPEN = "void __kport_body() {\n"
 
@@ -41,15 +41,6 @@ def units(cand: Candidate) -> list[Unit]:
     data = (_OPEN + cand.body + "\n}\n").encode()
     out.append(Unit("body", data, parse(data, "cpp"), len(_OPEN.encode())))
     return out
-
-
-def walk(node: Node) -> Iterator[Node]:
-    """``node`` and every node below it, in source order."""
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(reversed(n.children))
 
 
 def identifiers(cand: Candidate) -> set[str]:

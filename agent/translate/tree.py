@@ -5,18 +5,11 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from kb.parse import declarator_name
+from runners.sourcetree import walk as _walk  # noqa: F401 (the translator modules import it from here)
 
 
 def _text(n: Node, data: bytes) -> str:
     return data[n.start_byte:n.end_byte].decode(errors="replace")
-
-
-def _walk(node: Node):
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        stack.extend(reversed(n.children))
 
 
 def _fn_name(fn: Node, data: bytes) -> str | None:
