@@ -9,7 +9,7 @@ the budgets and untried actions last.
 from __future__ import annotations
 
 from agent.nodes.bench import perf_lints
-from agent.nodes.optimise import applicable, better, next_expansion, next_rewrite
+from agent.nodes.optimise import applicable, clearly_better, next_expansion, next_rewrite
 from agent.repairs import diagnosis_ids, mechanical_repair, repair_id
 from agent.rewrites import fingerprint
 from agent.state import budget_stop
@@ -139,7 +139,7 @@ def _optimise_phase(state, ctx) -> dict:
         frontier.append({"id": node["id"], "score": bench["score"],
                          "candidate": cand.model_dump(),
                          "lints": bench.get("lints", []), "tried": []})
-        if better(bench["score"], best["score"]):
+        if clearly_better(bench["score"], best["score"]):
             node["status"] = "scored, new best"
             update["best"] = _record(cand, bench, chk)
     else:

@@ -57,6 +57,19 @@ def better(a: dict, b: dict | None) -> bool:
     return b is None or (a["kind"] == b["kind"] and a["value"] < b["value"])
 
 
+# A rewrite is shipped over its parent's best only when the model predicts it at least this
+# much faster: smaller differences are within the model's error (docs/perf-model.md), and each
+# rewrite is a risk the harness judges at the case's sizes only.
+MODEL_MARGIN = 0.05
+
+
+def clearly_better(a: dict, b: dict | None) -> bool:
+    """``better``, and for the cost model's predictions by at least MODEL_MARGIN."""
+    if b is None or a["kind"] != "model":
+        return better(a, b)
+    return a["kind"] == b["kind"] and a["value"] < b["value"] * (1 - MODEL_MARGIN)
+
+
 def next_expansion(frontier: list[dict], features: dict) -> tuple[dict, dict] | None:
     """The best frontier node with an untried applicable action, and that action."""
     for node in _by_score(frontier):

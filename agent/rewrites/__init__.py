@@ -55,6 +55,9 @@ def fingerprint(cand: Candidate) -> str:
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+MIN_SIZE_SETS_FOR_SWEEPS = 2
+
+
 def propose(cand: Candidate, case) -> list[Proposal]:
     """Every mechanical rewrite that applies to ``cand``, in the order the search tries
     them: source rewrites, then the sweeps (nearest values first)."""
@@ -64,7 +67,12 @@ def propose(cand: Candidate, case) -> list[Proposal]:
         if new is not None:
             out.append(Proposal(action, title, new))
     by_knob: dict[str, list] = {}
-    for action, new in template_sweeps(cand, case) + threadgroup_sweeps(cand, case):
+    # A sweep changes how the launch splits the work, which only the harness judges: at one
+    # size set a wrong split can pass by luck (llama.cpp's ssm_conv with split_d_inner doubled
+    # passed at its given sizes and read out of bounds at others), so sweeps need two.
+    sweeps = template_sweeps(cand, case) + threadgroup_sweeps(cand, case) \
+        if len(case.size_sets()) >= MIN_SIZE_SETS_FOR_SWEEPS else []
+    for action, new in sweeps:
         by_knob.setdefault(action.split("=")[0], []).append((action, new))
     # round robin over the knobs, so each one's nearest values come first
     for action, new in [x for row in itertools.zip_longest(*by_knob.values()) for x in row

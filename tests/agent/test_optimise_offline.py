@@ -2,6 +2,7 @@
 each checked by the harness and scored by the cost model (real metal_sim runs); the best
 predicted correct candidate ships, and the report draws the tree."""
 
+from agent.nodes.optimise import MODEL_MARGIN, clearly_better
 from agent.report import shipped_node, tree_markdown
 from agent.session import new_thread_id, run_port
 from corpus.cases import discover
@@ -22,10 +23,12 @@ def test_offline_search_ships_the_best_predicted_correct_rewrite(port_ctx):
     assert tree[3]["status"] == "rejected" and "differ" in tree[3]["notes"][0]
     scored = [n for n in tree if n["status"] != "rejected"]
     assert all(n["score"]["kind"] == "model" and n["predicted_s"] > 0 for n in scored)
-    best = min(scored, key=lambda n: n["predicted_s"])
+    best = tree[0]  # a node replaces the best only when predicted MODEL_MARGIN faster
+    for n in scored[1:]:
+        if n["predicted_s"] < best["predicted_s"] * (1 - MODEL_MARGIN):
+            best = n
     assert v["best"]["score"]["value"] == best["predicted_s"]
-    assert shipped_node(v) == best["id"] and v["best"]["candidate"]["origin"].startswith("opt:")
-    assert "simd_sum" in v["best"]["candidate"]["header"]
+    assert shipped_node(v) == best["id"]
     assert "optimisation budget spent (3 candidates)" in v["opt_note"]
 
     md = "\n".join(tree_markdown({"note": v["opt_note"], "tree": tree,
@@ -43,3 +46,12 @@ def test_offline_search_stops_when_no_rewrite_applies(port_ctx, saxpy):
     assert sorted(actions) == sorted(f"threadgroup:{s}" for s in (64, 128, 512, 1024))
     assert "every applicable action was tried" in v["opt_note"]
     assert len({n["fingerprint"] for n in v["tree"]}) == len(v["tree"])  # no repeats
+
+
+def test_a_model_gain_within_its_error_does_not_ship_a_rewrite():
+
+    root = {"kind": "model", "value": 100e-6}
+    assert not clearly_better({"kind": "model", "value": 100e-6 * (1 - MODEL_MARGIN / 2)}, root)
+    assert clearly_better({"kind": "model", "value": 100e-6 * (1 - 2 * MODEL_MARGIN)}, root)
+    assert not clearly_better({"kind": "lints", "value": 0}, root)  # kinds never compare
+    assert clearly_better({"kind": "lints", "value": 1}, {"kind": "lints", "value": 2})

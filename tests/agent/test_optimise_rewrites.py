@@ -135,3 +135,17 @@ def test_rewrites_of_translator_ports_pass_the_harness(cid, action):
     assert found[action].origin == f"opt:{action}"
     result = run_check(case, found[action], 1)
     assert result["ok"], result["feedback"]
+
+
+def test_sweeps_need_two_size_sets_to_be_judged(saxpy):
+    """At one size set a wrong split of the work can pass by luck, so no sweep is proposed."""
+    from corpus.cases import discover
+
+    case = discover(ids=["011"])[0]
+    c = cand("threadgroup float s[BLOCK / 32];\ny[0] = s[0] + BLOCK;\n",
+             template={"BLOCK": 256}, threadgroup=["256", "1", "1"],
+             grid=["(rows) * (256)", "(1) * (1)", "(1) * (1)"])
+    assert len(case.size_sets()) >= 2
+    assert any(p.action.startswith("template:") for p in propose(c, case))
+    one = case.model_copy(update={"variants": []})
+    assert not any(p.action.startswith(("template:", "threadgroup:")) for p in propose(c, one))

@@ -42,10 +42,10 @@ def test_repair_path_feeds_the_compile_error_back_and_accepts_the_fix(port_ctx, 
 
 
 def test_optimise_scores_correct_candidates_and_rejects_wrong_ones(port_ctx, fake_llm):
-    # The first port runs 100-thread groups (a partial SIMD-group); the threadgroup-size
-    # rewrite to 256 is predicted faster by the cost model and becomes the best; the next
-    # rewrite is wrong.
-    llm = fake_llm(SAXPY_OK + launch(100), SAXPY_OK + launch(256), SAXPY_WRONG)
+    # The first port runs 8-thread groups (a quarter of a SIMD-group); the threadgroup-size
+    # rewrite to 256 is predicted clearly faster by the cost model and becomes the best; the
+    # next rewrite is wrong.
+    llm = fake_llm(SAXPY_OK + launch(8), SAXPY_OK + launch(256), SAXPY_WRONG)
     v = run(port_ctx(llm, optimise=2)).values
     root, better, wrong = v["tree"]
     assert root["score"]["kind"] == "model" and root["predicted_s"] == root["score"]["value"]
