@@ -2,28 +2,43 @@
 
     python -m evals.perf_validate count     # cuda_sim counters of every variant -> evals/data
     python -m evals.perf_validate report    # predictions vs evals/data/perf_h200_times.json
+    python -m evals.perf_validate heldout-predict  # count + predict the held-out set, untimed
+    python -m evals.perf_validate heldout-report   # those saved predictions vs their times
 
 ``count`` runs each variant of evals/perf_cases.py in cuda_sim on a prefix of its grid
 (``count_groups`` blocks) and scales the counters to the whole grid (the kernels are
 grid-uniform). ``report`` predicts each variant with the H200's parameters and prints the
 Spearman rank correlation over all variants and per family, and the median ratio
 predicted / measured (the table in docs/perf-model.md).
+
+The held-out set (``HELDOUT_VARIANTS``, families ``heldout_*``) is kept apart: it is never in
+``count``/``report`` (which the model was shaped with). ``heldout-predict`` counts it into
+``perf_heldout_counters.json`` and writes the model's predictions, with the git commit and
+date, to ``perf_heldout_predictions.json``; it refuses once held-out times exist, so the
+predictions cannot be redone after the measurement. ``heldout-report`` compares the saved
+predictions, as written, with ``perf_heldout_h200_times.json`` (``python -m evals.perf_time
+OUT.json --heldout``).
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import statistics
+import subprocess
 import sys
 
 import runners
-from evals.perf_cases import ROOT, VARIANTS, PerfVariant, make_args
+from evals.perf_cases import HELDOUT_VARIANTS, ROOT, VARIANTS, PerfVariant, make_args
 from kb.perf_chips import perf_chip
 from runners.perf_model import Launch, arithmetic_estimate, predict, scale_counters
 
 DATA = ROOT / "evals" / "data"
 COUNTERS = DATA / "perf_counters.json"
 TIMES = DATA / "perf_h200_times.json"
+HELDOUT_COUNTERS = DATA / "perf_heldout_counters.json"
+HELDOUT_PREDICTIONS = DATA / "perf_heldout_predictions.json"
+HELDOUT_TIMES = DATA / "perf_heldout_h200_times.json"
 
 
 def count_variant(v: PerfVariant) -> dict:
@@ -65,11 +80,12 @@ def spearman(a: list[float], b: list[float]) -> float:
     return cov / var if var else 0.0
 
 
-def predictions(counters: dict, chip_name: str = "H200") -> dict[str, dict]:
-    """name -> prediction (as_dict) of every variant with counters."""
+def predictions(counters: dict, chip_name: str = "H200",
+                variants: list[PerfVariant] | None = None) -> dict[str, dict]:
+    """name -> prediction (as_dict) of every variant (of VARIANTS by default) with counters."""
     chip = perf_chip(chip_name)
     out = {}
-    for v in VARIANTS:
+    for v in VARIANTS if variants is None else variants:
         if v.name not in counters:
             continue
         code = (ROOT / v.file).read_text()
@@ -79,12 +95,16 @@ def predictions(counters: dict, chip_name: str = "H200") -> dict[str, dict]:
     return out
 
 
-def report(counters: dict, times: dict) -> dict:
-    """Spearman over all and per family, median predicted/measured, and the rows."""
-    pred = predictions(counters)
+def report(counters: dict, times: dict, pred: dict | None = None,
+           variants: list[PerfVariant] | None = None) -> dict:
+    """Spearman over all and per family, median predicted/measured, and the rows. ``pred``:
+    predictions already made (else made now from ``counters``); ``variants``: VARIANTS by
+    default."""
+    variants = VARIANTS if variants is None else variants
+    pred = predictions(counters, variants=variants) if pred is None else pred
     measured = {r["name"]: r for r in times["results"] if "median_s" in r}
     rows = [(v.family, v.name, pred[v.name]["predicted_s"], measured[v.name]["median_s"],
-             pred[v.name]["bottleneck"]) for v in VARIANTS if v.name in pred and v.name in
+             pred[v.name]["bottleneck"]) for v in variants if v.name in pred and v.name in
             measured]
     families = {}
     for fam in dict.fromkeys(r[0] for r in rows):
@@ -98,8 +118,77 @@ def report(counters: dict, times: dict) -> dict:
                      for f, n, p, m, b in rows]}
 
 
+def _git_commit() -> str:
+    proc = subprocess.run(["git", "log", "-1", "--format=%H", "--", "runners/perf_model.py",
+                           "kb/rules/arch/perf_chips.toml"], cwd=ROOT, capture_output=True,
+                          text=True)
+    return proc.stdout.strip()
+
+
+def _head() -> str:
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def _model_dirty() -> bool:
+    proc = subprocess.run(["git", "status", "--porcelain", "--", "runners/perf_model.py",
+                           "kb/rules/arch/perf_chips.toml"], cwd=ROOT, capture_output=True,
+                          text=True)
+    return bool(proc.stdout.strip())
+
+
+def heldout_predict() -> dict:
+    """Count every held-out variant (resuming perf_heldout_counters.json) and write the
+    model's predictions with the commit and date. Refuses once held-out times exist."""
+    if HELDOUT_TIMES.is_file():
+        raise SystemExit(f"{HELDOUT_TIMES.name} exists: held-out predictions are made before "
+                         "the times, not after")
+    found = json.loads(HELDOUT_COUNTERS.read_text()) if HELDOUT_COUNTERS.is_file() else {}
+    for v in HELDOUT_VARIANTS:
+        if v.name in found:
+            continue
+        found[v.name] = count_variant(v)
+        print(v.name, found[v.name].get("global_load_sectors"), flush=True)
+        HELDOUT_COUNTERS.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
+    pred = predictions(found, variants=HELDOUT_VARIANTS)
+    out = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+           "chip": "H200", "head": _head(), "model_commit": _git_commit(),
+           "model_uncommitted_changes": _model_dirty(),
+           "model_files": ["runners/perf_model.py", "kb/rules/arch/perf_chips.toml"],
+           "predictions": {v.name: {"family": v.family, "predicted_s": pred[v.name]["predicted_s"],
+                                    "bottleneck": pred[v.name]["bottleneck"],
+                                    "terms_s": pred[v.name]["terms_s"]}
+                           for v in HELDOUT_VARIANTS}}
+    HELDOUT_PREDICTIONS.write_text(json.dumps(out, indent=1) + "\n")
+    return out
+
+
+def _print_report(r: dict) -> None:
+    print("| family | variant | predicted µs | measured µs | ratio | bottleneck |")
+    print("|---|---|---:|---:|---:|---|")
+    for row in r["rows"]:
+        print(f"| {row['family']} | {row['name']} | {row['predicted_s'] * 1e6:.1f} | "
+              f"{row['measured_s'] * 1e6:.1f} | {row['predicted_s'] / row['measured_s']:.2f}"
+              f" | {row['bottleneck']} |")
+    print(f"\nall {r['n']}: Spearman {r['spearman']:.3f}, median predicted/measured "
+          f"{r['median_ratio']:.2f}")
+    for fam, f in r["families"].items():
+        print(f"{fam} ({f['n']}): Spearman {f['spearman']:.3f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["heldout-predict"]:
+        out = heldout_predict()
+        for name, p in out["predictions"].items():
+            print(f"{p['family']:18s} {name:22s} {p['predicted_s'] * 1e6:10.1f} us "
+                  f"{p['bottleneck']}")
+        return 0
+    if argv[:1] == ["heldout-report"]:
+        saved = json.loads(HELDOUT_PREDICTIONS.read_text())["predictions"]
+        _print_report(report({}, json.loads(HELDOUT_TIMES.read_text()), pred=saved,
+                             variants=HELDOUT_VARIANTS))
+        return 0
     if argv[:1] == ["count"]:
         only = set(argv[1:])
         found = json.loads(COUNTERS.read_text()) if COUNTERS.is_file() else {}
@@ -111,19 +200,10 @@ def main(argv: list[str] | None = None) -> int:
             COUNTERS.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
         return 0
     if argv[:1] == ["report"]:
-        r = report(json.loads(COUNTERS.read_text()), json.loads(TIMES.read_text()))
-        print("| family | variant | predicted µs | measured µs | ratio | bottleneck |")
-        print("|---|---|---:|---:|---:|---|")
-        for row in r["rows"]:
-            print(f"| {row['family']} | {row['name']} | {row['predicted_s'] * 1e6:.1f} | "
-                  f"{row['measured_s'] * 1e6:.1f} | {row['predicted_s'] / row['measured_s']:.2f}"
-                  f" | {row['bottleneck']} |")
-        print(f"\nall {r['n']}: Spearman {r['spearman']:.3f}, median predicted/measured "
-              f"{r['median_ratio']:.2f}")
-        for fam, f in r["families"].items():
-            print(f"{fam} ({f['n']}): Spearman {f['spearman']:.3f}")
+        _print_report(report(json.loads(COUNTERS.read_text()), json.loads(TIMES.read_text())))
         return 0
-    print("usage: python -m evals.perf_validate count [NAME...] | report", file=sys.stderr)
+    print("usage: python -m evals.perf_validate count [NAME...] | report | heldout-predict | "
+          "heldout-report", file=sys.stderr)
     return 2
 
 
