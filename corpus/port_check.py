@@ -46,10 +46,15 @@ def launch_problem(err: ValidationError) -> str:
     return "the port's launch cannot be checked: " + "; ".join(parts)
 
 
-def check_translation(case: CaseSpec, tr, seeds: int | None = None) -> list[Outcome]:
-    """Run ``tr`` (a Candidate, or an agent.translate.Translation) through the case's check;
-    returns its Outcomes (a port the simulator cannot take is one failed Outcome)."""
+def check_translation(case: CaseSpec, tr, seeds: int | None = None,
+                      size_sets: list[dict[str, int]] | None = None) -> list[Outcome]:
+    """Run ``tr`` (a Candidate, or an agent.translate.Translation) through the case's check,
+    or at ``size_sets`` instead of the case's own when given; returns its Outcomes (a port the
+    simulator cannot take is one failed Outcome)."""
     port = tr if isinstance(tr, Candidate) else Candidate.from_translation(tr)
+    if size_sets is not None:
+        case = case.model_copy(update={"sizes": size_sets[0],
+                                       "variants": [dict(s) for s in size_sets[1:]]})
     with temp_folder("kport-port-") as tmp:
         c = case_with_port(case, Path(tmp), port)
         try:

@@ -5,6 +5,10 @@ candidate that fails is a record with its diagnostics, never an exception.
 
 from __future__ import annotations
 
+import random
+
+from agent.mac_timing import gate_size_sets
+from agent.rewrites import fingerprint
 from corpus.candidate import Candidate
 from corpus.port_check import check_translation
 from runners.errors import KportError
@@ -59,11 +63,45 @@ def run_check(case, candidate: Candidate, seeds: int | None) -> dict:
                 "oracle_broken": False}
 
 
+def held_out_check(case, candidate: Candidate, result: dict) -> dict:
+    """``result`` (a correct check) with the candidate also run at sizes the case does not
+    list: the stretched sizes and one held-out draw (agent.mac_timing.gate_size_sets; the draw
+    seeded by case and candidate, so a run repeats). The optimiser's rewrites change how a
+    launch splits the work, and a wrong split can pass at the listed sizes by luck (llama.cpp's
+    ssm_conv with split_d_inner doubled did). Size sets where the oracle cannot run are left
+    out; a failure at any other makes the record failed, its feedback naming the sizes."""
+    rng = random.Random(f"{case.id}:{fingerprint(candidate)}")
+    extra = [s for _, s in gate_size_sets(case, dict(case.sizes), rng)[1:]]
+    if not extra:
+        return result
+    try:
+        outcomes = check_translation(case, candidate, 1, extra)
+    except (ValueError, KportError) as err:
+        outcomes = []
+        problem = [f"at held-out sizes {extra[0]}: {str(err)[:400]}"]
+    else:
+        judged = [o for o in outcomes if o.metal in ("ok", "FAIL")]
+        problem = [f"at held-out sizes {o.sizes}: " + "; ".join(
+            n.removeprefix("metal: ") for n in o.notes if n.startswith("metal:"))[:400]
+            for o in judged if o.metal != "ok"]
+        outcomes = judged
+    extra_runs = summarize(outcomes)["runs"] if outcomes else []
+    for run in extra_runs:
+        run["held_out"] = True
+    if not problem:
+        return {**result, "runs": result["runs"] + extra_runs}
+    return {**result, "ok": False, "runs": result["runs"] + extra_runs,
+            "feedback": (problem + result["feedback"])[:8]}
+
+
 def check(state, runtime) -> dict:
-    """Returns check (the record), iteration (+1) and one attempts entry."""
+    """Returns check (the record), iteration (+1) and one attempts entry. In the optimise
+    phase a correct rewrite is also checked at held-out sizes (``held_out_check``)."""
     ctx = runtime.context
     cand = Candidate.model_validate(state["candidate"])
     result = run_check(ctx.case, cand, ctx.seeds)
+    if result["ok"] and state.get("phase") == "optimise":
+        result = held_out_check(ctx.case, cand, result)
     iteration = state.get("iteration", 0) + 1
     failed = [f"{r['sizes']} seed {r['seed']}" for r in result["runs"] if r["metal"] != "ok"]
     attempt = {"iteration": iteration, "phase": state.get("phase", "port"),

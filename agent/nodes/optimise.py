@@ -5,9 +5,10 @@ scored (a Mac's time, else the cost model's predicted time) and join the frontie
 ones are rejected. The best-scored correct node is what the agent ships.
 
 Offline the actions are agent.rewrites' mechanical rewrites (SIMD-group collectives, narrowed
-barrier flags, unrolling, template and threadgroup size sweeps), a rewrite that gives a
-candidate already in the tree skipped; with an LLM they are requests drawn from the Apple-GPU
-architecture rules (``ACTIONS``), scored the same way.
+barrier flags, unrolling, vector accesses, template and threadgroup size sweeps), a rewrite
+that gives a candidate already in the tree skipped; with an LLM they are requests drawn from
+the Apple-GPU architecture rules (``ACTIONS``), scored the same way. In the optimise phase
+the check node runs a correct rewrite at held-out sizes too (agent/nodes/check.py).
 """
 
 from __future__ import annotations

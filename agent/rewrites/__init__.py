@@ -3,7 +3,8 @@
 Each rewrite is a small function of a candidate that returns the rewritten candidate, or
 nothing when it does not apply: SIMD-group collectives for shuffle trees (``simd``), barrier
 flags narrowed where the analysis proves it safe (``barriers``), ``#pragma unroll`` on
-constant-trip loops (``unroll``), template (tile, block) and threadgroup size sweeps
+constant-trip loops (``unroll``), vector loads and stores for elementwise kernels
+(``vectors``), template (tile, block) and threadgroup size sweeps
 (``launch``). They work on tree-sitter trees of the Metal text (``source``). None of them is
 trusted: every candidate goes through the harness, and a wrong one is rejected.
 """
@@ -20,6 +21,8 @@ from agent.rewrites.barriers import narrow_barriers
 from agent.rewrites.launch import template_sweeps, threadgroup_sweeps
 from agent.rewrites.simd import simd_collectives
 from agent.rewrites.unroll import unroll_loops
+from agent.rewrites.vectors import TITLE as VECTOR_TITLE
+from agent.rewrites.vectors import vector_accesses
 from corpus.candidate import Candidate
 
 # action id, what it does (the tree and the report show it), the source rewrite
@@ -66,12 +69,16 @@ def propose(cand: Candidate, case) -> list[Proposal]:
         new = fn(cand)
         if new is not None:
             out.append(Proposal(action, title, new))
+    # A sweep or the vector rewrite changes how the launch splits the work, which only the
+    # harness judges: at one size set a wrong split can pass by luck (llama.cpp's ssm_conv
+    # with split_d_inner doubled passed at its given sizes and read out of bounds at others),
+    # so they need two, and the optimise phase checks them at held-out sizes too.
+    splits = len(case.size_sets()) >= MIN_SIZE_SETS_FOR_SWEEPS
+    new = vector_accesses(cand, case) if splits else None
+    if new is not None:
+        out.append(Proposal("vector_accesses", VECTOR_TITLE, new))
     by_knob: dict[str, list] = {}
-    # A sweep changes how the launch splits the work, which only the harness judges: at one
-    # size set a wrong split can pass by luck (llama.cpp's ssm_conv with split_d_inner doubled
-    # passed at its given sizes and read out of bounds at others), so sweeps need two.
-    sweeps = template_sweeps(cand, case) + threadgroup_sweeps(cand, case) \
-        if len(case.size_sets()) >= MIN_SIZE_SETS_FOR_SWEEPS else []
+    sweeps = template_sweeps(cand, case) + threadgroup_sweeps(cand, case) if splits else []
     for action, new in sweeps:
         by_knob.setdefault(action.split("=")[0], []).append((action, new))
     # round robin over the knobs, so each one's nearest values come first

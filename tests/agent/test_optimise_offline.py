@@ -2,9 +2,11 @@
 each checked by the harness and scored by the cost model (real metal_sim runs); the best
 predicted correct candidate ships, and the report draws the tree."""
 
+from agent.nodes.check import held_out_check, run_check
 from agent.nodes.optimise import MODEL_MARGIN, clearly_better
 from agent.report import shipped_node, tree_markdown
 from agent.session import new_thread_id, run_port
+from corpus.candidate import Candidate
 from corpus.cases import discover
 from runners.settings import load_settings
 
@@ -55,3 +57,24 @@ def test_a_model_gain_within_its_error_does_not_ship_a_rewrite():
     assert clearly_better({"kind": "model", "value": 100e-6 * (1 - 2 * MODEL_MARGIN)}, root)
     assert not clearly_better({"kind": "lints", "value": 0}, root)  # kinds never compare
     assert clearly_better({"kind": "lints", "value": 1}, {"kind": "lints", "value": 2})
+
+
+def test_a_rewrite_wrong_only_beyond_the_listed_sizes_is_rejected():
+    # softmax at n 1024, 997, 61 (its listed sizes): a body that stops writing at column 2048
+    # passes them all, and fails at the stretched n = 2049 the optimiser's check adds
+    case = discover(ids=["011"])[0]
+    right = Candidate.from_case(case)
+    loop = "for (uint c = tid; c < cols; c += BLOCK) dst[c]"
+    assert loop in right.body
+    wrong = right.model_copy(update={"body": right.body.replace(
+        loop, loop.replace("c < cols", "c < min(cols, 2048u)"))})
+    listed = run_check(case, wrong, 1)
+    assert listed["ok"] and all(max(r["sizes"]["n"] for r in listed["runs"]) < 2048
+                                for r in listed["runs"])
+    checked = held_out_check(case, wrong, listed)
+    assert not checked["ok"]
+    assert checked["feedback"][0].startswith("at held-out sizes {'rows': 17, 'n': 2049}")
+    fine = held_out_check(case, right, run_check(case, right, 1))
+    held = [r for r in fine["runs"] if r.get("held_out")]
+    assert fine["ok"] and len(held) == 2 and held[0]["sizes"] == {"rows": 17, "n": 2049}
+    assert held[1]["sizes"] not in case.size_sets() and held[1]["metal"] == "ok"

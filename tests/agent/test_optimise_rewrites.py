@@ -149,3 +149,77 @@ def test_sweeps_need_two_size_sets_to_be_judged(saxpy):
     assert any(p.action.startswith("template:") for p in propose(c, case))
     one = case.model_copy(update={"variants": []})
     assert not any(p.action.startswith(("template:", "threadgroup:")) for p in propose(c, one))
+
+
+def saxpy_sized(saxpy):
+    """Case 001 (saxpy) at sizes of 8 elements or more, none a multiple of 4 but the first."""
+    return saxpy.model_copy(update={"variants": [{"n": 997}, {"n": 4099}]})
+
+
+SAXPY_BODY = ("int i = threadgroup_position_in_grid.x * threads_per_threadgroup.x + "
+              "thread_position_in_threadgroup.x;\nif (i < n) {S}\n")
+
+
+def saxpy_cand(stmt: str = "y_out[i] = a * x[i] + y[i];", **launch) -> Candidate:
+    return cand(SAXPY_BODY.replace("{S}", stmt), **{
+        "inputs": ["x", "y", "a", "n"], "outputs": ["y_out"],
+        "grid": ["(ceil_div(n, 256)) * (256)", "(1) * (1)", "(1) * (1)"],
+        "threadgroup": ["256", "1", "1"]} | launch)
+
+
+def test_vector_rewrite_reads_and_writes_float4_and_passes_the_harness(saxpy):
+    from agent.nodes.check import held_out_check, run_check
+    from agent.rewrites.vectors import vector_accesses
+
+    case = saxpy_sized(saxpy)
+    out = vector_accesses(saxpy_cand(), case)
+    assert out is not None
+    assert out.body.count("reinterpret_cast<const device float4*>") == 2
+    assert "reinterpret_cast<device float4*>(y_out)[kp_vector] = kp_vec_y_out;" in out.body
+    assert "for (int i = 4 * kp_vector; i < (n); ++i)" in out.body  # the tail
+    assert out.grid[0] == "ceil_div(ceil_div((ceil_div(n, 256)) * (256), 4), 256) * 256"
+    result = held_out_check(case, out, run_check(case, out, 1))
+    assert result["ok"], result["feedback"]
+    assert {r["sizes"]["n"] for r in result["runs"]} >= {100000, 997, 4099, 200001}
+    # the harness would see a vector port that drops the tail (n = 997 is not 4 k)
+    no_tail = out.model_copy(update={"body": out.body.replace(
+        "i < (n); ++i)", "i < (n) && false; ++i)")})
+    assert not run_check(case, no_tail, 1)["ok"]
+
+
+def test_vector_rewrite_keeps_the_index_where_the_statement_uses_it(saxpy):
+    from agent.nodes.check import run_check
+    from agent.rewrites.vectors import vector_accesses
+
+    case = saxpy_sized(saxpy)
+    out = vector_accesses(saxpy_cand("{ float t = a * x[i]; y_out[i] = t + y[i] + 0.0f * "
+                                     "float(i); }"), case)
+    assert out is not None and "const int i = 4 * kp_vector + 3;" in out.body
+    result = run_check(case, out, 1)
+    assert result["ok"], result["feedback"]
+
+
+@pytest.mark.parametrize("stmt", [
+    "if (x[i] > 0) y_out[i] = x[i];",  # an element not written in every component
+    "y_out[i] = x[i + 1];",  # a neighbour
+    "y_out[i] = x[i]; y_out[i] = y_out[i] + y[i];",  # an output read
+    "{ y_out[i] = x[i]; return; }",  # a jump
+    "y_out[i] = simd_sum(x[i]);",  # a SIMD-group function
+    "y_out[i] = x[thread_position_in_grid.x];",  # the thread's position
+])
+def test_vector_rewrite_refuses_anything_but_one_element_per_thread(saxpy, stmt):
+    from agent.rewrites.vectors import vector_accesses
+
+    assert vector_accesses(saxpy_cand(stmt), saxpy_sized(saxpy)) is None
+
+
+def test_vector_rewrite_refuses_inputs_mlx_passes_as_constant_and_2d_grids(saxpy):
+    from agent.rewrites.vectors import vector_accesses
+
+    assert {"n": 1} in saxpy.size_sets()  # x of one element: `constant` in MLX
+    assert vector_accesses(saxpy_cand(), saxpy) is None
+    assert vector_accesses(saxpy_cand(grid=["(ceil_div(n, 256)) * (256)", "2", "1"]),
+                           saxpy_sized(saxpy)) is None
+    prelude = saxpy_cand().model_copy(update={"body": "uint lane = thread_index_in_simdgroup;\n"
+                                              + SAXPY_BODY.replace("{S}", "y_out[i] = lane;")})
+    assert vector_accesses(prelude, saxpy_sized(saxpy)) is None
