@@ -2,11 +2,12 @@
 question people actually ask, and how fast is a warm query?
 
     python -m evals.bench_kb_questions [--workdir DIR] [--latency-store DIR] [--chunks N]
-                                       [--llama SDIST]
+                                       [--llama SDIST] [--split tune|held_out]
 
 Questions: evals/data/kb_questions.toml, each from a public issue or forum thread and labelled
 with the rule ids (concept, fix and architecture rules of kb/rules) that answer it; `split` is
-fixed by a hash of the question (split_of), and search changes are tuned on "tune" only.
+fixed by a hash of the question (split_of), and search changes are tuned on "tune" only
+(``--split tune`` measures that half alone, so tuning runs never print the held-out figures).
 Retrieval: a store built as `kport kb build` builds it; each question is searched over the
 knowledge collections (rules, fixes, arch) and scores at the rank of the first hit carrying one
 of its rule ids: recall@1, recall@3 and MRR per split, for hybrid search and BM25 as the anchor.
@@ -190,12 +191,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--chunks", type=int, default=10_000, help="size of a latency store built")
     ap.add_argument("--llama", type=Path, default=None, help="llama-cpp-python sdist: its "
                     "CUDA kernels join the kernel queries and the latency store")
+    ap.add_argument("--split", choices=SPLITS, default=None,
+                    help="measure this half only (tune while tuning; default: both)")
     ap.add_argument("--misses", action="store_true", help="list the tune questions missed")
     ap.add_argument("--no-latency", action="store_true", help="measure recall only")
     args = ap.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="kport-bench-kbq-"))
     work.mkdir(parents=True, exist_ok=True)
-    questions = load_questions()
+    questions = [q for q in load_questions() if args.split in (None, q.split)]
 
     store = knowledge_store(work / "knowledge" / "kb")
     cache = work / "knowledge" / "cache"
@@ -206,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
     print("| method | split | recall@1 | recall@3 | MRR |\n|---|---|---|---|---|")
     for label, method in METHODS:
         for split, (r1, r3, mrr, n) in recall(store, questions, cache, method).items():
+            if args.split not in (None, split):
+                continue
             print(f"| {label} | {split} (n={n}) | {r1:.3f} | {r3:.3f} | {mrr:.3f} |")
     if args.misses:
         for q, got in misses(store, questions, cache, "tune"):

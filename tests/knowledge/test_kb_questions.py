@@ -23,7 +23,7 @@ from kb.store import KBStore
 
 def test_the_question_file_is_well_formed():
     questions = load_questions()
-    assert len(questions) >= 80
+    assert len(questions) >= 150
     assert len({q.text for q in questions}) == len(questions)
     known = known_rule_ids()
     for q in questions:
@@ -31,7 +31,7 @@ def test_the_question_file_is_well_formed():
         assert q.rules and set(q.rules) <= known, q.text
         assert q.split == split_of(q.text)
     for split in ("tune", "held_out"):
-        assert sum(q.split == split for q in questions) >= 40
+        assert sum(q.split == split for q in questions) >= 70
 
 
 GOOD = '''[[question]]
@@ -185,14 +185,15 @@ def test_a_question_in_words_finds_the_rule_written_in_code(built_store, tmp_pat
         assert answers & {h.metadata.get("rule_id") for h in hits}, question
 
 
-# Measured 0.864 on a fresh build (docs/kb.md "Measured"); issue 18 asks for 0.9, not reached
-# yet. One question below it: the floor allows for document vectors computed on another CPU.
-HELD_OUT_RECALL_AT_3 = 0.84
+# Measured 0.851 (63 of 74) on a fresh build (docs/kb.md, "Questions", fourth round); issue 18
+# asks for 0.9, not reached yet. One question below it: the floor allows for document vectors
+# computed on another CPU.
+HELD_OUT_RECALL_AT_3 = 0.83
 
 
 @pytest.mark.slow  # searches the whole knowledge base, built once (tests/tiers.py)
 def test_hybrid_search_answers_the_held_out_questions(built_store, tmp_path):
     r1, r3, mrr, n = recall(built_store, load_questions(), tmp_path / "cache")["held_out"]
-    assert n >= 40
+    assert n >= 70
     assert r3 >= HELD_OUT_RECALL_AT_3, (
         f"held-out recall@3 {r3:.3f} (recall@1 {r1:.3f}, MRR {mrr:.3f})")
