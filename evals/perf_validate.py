@@ -173,7 +173,13 @@ def _print_report(r: dict) -> None:
     print(f"\nall {r['n']}: Spearman {r['spearman']:.3f}, median predicted/measured "
           f"{r['median_ratio']:.2f}")
     for fam, f in r["families"].items():
-        print(f"{fam} ({f['n']}): Spearman {f['spearman']:.3f}")
+        if f["n"] < 2:
+            print(f"{fam} ({f['n']}): one variant, no rank to correlate")
+        elif f["n"] == 2:
+            print(f"{fam} (2): Spearman {f['spearman']:.3f} (a pair: ordered "
+                  f"{'right' if f['spearman'] > 0 else 'wrong'})")
+        else:
+            print(f"{fam} ({f['n']}): Spearman {f['spearman']:.3f}")
 
 
 def main(argv: list[str] | None = None) -> int:

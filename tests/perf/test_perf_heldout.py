@@ -43,3 +43,13 @@ def test_predicting_again_is_refused_once_times_exist(tmp_path, monkeypatch):
     with pytest.raises(SystemExit, match="before the times"):
         pv.heldout_predict()
     assert not (tmp_path / "pred.json").exists()
+
+
+def test_the_heldout_report_scores_the_saved_predictions_against_every_time():
+    saved = json.loads(pv.HELDOUT_PREDICTIONS.read_text())["predictions"]
+    times = json.loads(pv.HELDOUT_TIMES.read_text())
+    assert {r["name"] for r in times["results"] if r.get("median_s", 0) > 0} == set(saved)
+    r = pv.report({}, times, pred=saved, variants=HELDOUT_VARIANTS)
+    assert r["n"] == len(HELDOUT_VARIANTS)
+    assert all(row["predicted_s"] == saved[row["name"]]["predicted_s"] for row in r["rows"])
+    assert -1.0 <= r["spearman"] <= 1.0 and r["median_ratio"] > 0
