@@ -309,6 +309,8 @@ def build_kernel(tu: str, *, checked: bool, dialect: str = "metal",
     compiler = find_compiler(settings.cxx)
     flags = [*KERNEL_FLAGS, *(CHECKED_FLAGS if checked else ()),
              *(opcount.COVERAGE_FLAGS if count and checked else ()), f"-I{INCLUDE}"]
+    if checked and "__kp_tg_alloc(" in tu:  # kport/checks.h: threadgroup memory checked first
+        flags.append("-D__KP_TG_FIRST=1")
     if dialect == "cuda":
         # PTX cvt saturates out-of-range float->int casts and maps NaN to 0; so does this.
         flags += [f"-I{CUDA_SYSINCLUDE}", "-fno-strict-float-cast-overflow"]

@@ -63,6 +63,7 @@ class _Var:
     name: str
     typedef: str
     array: bool = False  # may change through a pointer it decays to: always copied back
+    remat: str = ""  # its declaration, repeated in each later region instead of an array
 
 
 @dataclass
@@ -77,6 +78,9 @@ class _Plan:
     modified: set[str] = field(default_factory=set)
     pointers: list[tuple[str, Node]] = field(default_factory=list)  # live pointer locals
     root: Node | None = None
+    per_thread: set[str] = field(default_factory=set)  # built-ins of the thread's position
+    declared: dict[str, int] = field(default_factory=dict)  # declarations of each name
+    exits: bool = False  # the body holds a `return`: threads may leave before the end
 
     def edit(self, start: int, end: int, text: str) -> None:
         self.edits.append((start, end, text))
@@ -228,30 +232,35 @@ def _group_level(stmt: Node, plan: _Plan, names: set[str]) -> set[str] | None:
     return declared
 
 
-def _hoist_decl(stmt: Node, plan: _Plan, used_later: set[str]) -> list[tuple[str, _Var]]:
+def _hoist_decl(stmt: Node, plan: _Plan, used_later: set[str],
+                known: set[str]) -> list[tuple[str, _Var]]:
     """Per-thread arrays for the names of declaration ``stmt`` read after its region; the
-    statement becomes assignments to them. Returns (name, var) for each array."""
+    statement becomes assignments to them. Returns (name, var) for each array. A declaration
+    that only computes from the thread's position and uniform names is repeated instead."""
     decls = stmt.children_by_field_name("declarator")
     for c in stmt.children:
         if c.type == "storage_class_specifier":
             raise NotFormed(f"line {stmt.start_point[0] + 1}: a `{_text(c)}` local in the "
                             "kernel body")
     try:
-        names = [_declared_name(d) for d in decls]
+        declared = [_declared_name(d) for d in decls]
     except NotFormed:  # a reference: fine while it dies with its region
         if any(_idents(d.child_by_field_name("declarator") or d) & used_later for d in decls):
             raise
         return []
-    if not any(n in used_later for n in names):
+    if not any(n in used_later for n in declared):
         return []
     spec_parts = [_text(c) for c in stmt.children
                   if c.end_byte <= decls[0].start_byte and c.type != "comment"]
     spec = " ".join(spec_parts)
+    remat = _remat(stmt, decls, spec, plan, known)
+    if remat is not None:
+        return remat
     if "auto" in spec.split() or "decltype" in spec:
         raise NotFormed(f"line {stmt.start_point[0] + 1}: an `auto` local lives across a "
                         "barrier")
     out, code = [], []
-    for d, name in zip(decls, names, strict=True):
+    for d, name in zip(decls, declared, strict=True):
         var = _Var(len(plan.hoisted), name, "")
         inner = d.child_by_field_name("declarator") if d.type == "init_declarator" else d
         tname = f"__kp_wiT{var.index}"
@@ -284,13 +293,35 @@ def _hoist_decl(stmt: Node, plan: _Plan, used_later: set[str]) -> list[tuple[str
     return out
 
 
+def _remat(stmt: Node, decls: list[Node], spec: str, plan: _Plan,
+           known: set[str]) -> list[tuple[str, _Var]] | None:
+    """(name, var) for each local of ``stmt`` when every one is declared once, never changed,
+    from the thread's position and names with one value all along (uniform names, other
+    such locals, each declared once): later regions then declare it again, in registers,
+    rather than keep it in an array. None otherwise."""
+    out = []
+    for d in decls:
+        value = d.child_by_field_name("value") if d.type == "init_declarator" else None
+        inner = d.child_by_field_name("declarator")
+        if value is None or inner.type != "identifier":
+            return None
+        name = _text(inner)
+        earlier = {n for n, _ in out}  # `int t = threadIdx.x, i = base + t;`
+        if (name in plan.modified or not _uniform(value, plan, known | earlier | plan.per_thread)
+                or any(plan.declared.get(x, 0) > 1 for x in _idents(value) | {name})):
+            return None
+        out.append((name, _Var(-1, name, "", remat=f"{spec} {name} = {_text(value)}; "
+                               f"(void){name};")))
+    return out
+
+
 def _returns(stmt: Node, plan: _Plan, label: str) -> None:
     for n in _walk(stmt):
         if n.type == "return_statement":
             if n.named_children:
                 raise NotFormed(f"line {n.start_point[0] + 1}: `return` with a value")
             plan.edit(n.start_byte, n.end_byte,
-                      f"{{ __kp_wx[__kp_i] = 1; goto {label}; }}")
+                      f"{{ __kp_wx[__kp_i] = 1; __kp_wd++; goto {label}; }}")
 
 
 def _block(stmts: list[Node], plan: _Plan, names: set[str], scope: list[tuple[str, _Var]],
@@ -321,7 +352,7 @@ def _block(stmts: list[Node], plan: _Plan, names: set[str], scope: list[tuple[st
             plan.barriers += 1
             # The call stays, unevaluated, so the compiler still checks its arguments
             # (`threadgroup_barrier(mem_threadgroup)` must fail as it does under fibers).
-            plan.edit(s.start_byte, s.end_byte, "__kp_wi_sync(__kp_g, __kp_wx, __kp_n, "
+            plan.edit(s.start_byte, s.end_byte, "__kp_wi_sync(__kp_g, __kp_wx, __kp_n, __kp_wd, "
                       f"__LINE__, {call.start_point[1] + 1}); "
                       f"(void)sizeof(({' '.join(_text(call).split())}, 0));"
                       + "\n" * _text(s).count("\n"))  # lines stay in place
@@ -348,17 +379,20 @@ def _block(stmts: list[Node], plan: _Plan, names: set[str], scope: list[tuple[st
                     raise NotFormed(f"line {_escapes(r).start_point[0] + 1}: break or continue "
                                     "in a loop that holds a barrier")
                 if r.type == "declaration":
-                    own += _hoist_decl(r, plan, later)
+                    known = names | {n for n, v in scope + own if v.remat}
+                    own += _hoist_decl(r, plan, later, known)
                 _returns(r, plan, label)
             bound = scope + own
             seen = [n for n, _ in bound]
             if len(set(seen)) != len(seen):
                 raise NotFormed("two locals of one name live across barriers")
             # Each live local is a plain local of the region (registers, and no check hooks
-            # on its accesses), copied in from its array and back out when it may change.
+            # on its accesses), copied in from its array and back out when it may change;
+            # one computed from the thread's position is declared again instead.
             written = set().union(*(_modified_names(r) for r in run))
             used = set().union(*(_idents(r) for r in run))
-            bound = [(n, v) for n, v in bound if n in used]  # the others stay in their arrays
+            remat = " ".join(v.remat for _, v in scope if v.remat)
+            bound = [(n, v) for n, v in bound if n in used and not v.remat]  # others wait
             mine = {n for n, _ in own}
             copy_in = " ".join(
                 f"__kp_wiT{v.index} {n}; " + ("" if n in mine else _copy(f"&{n}", v, "in"))
@@ -367,10 +401,13 @@ def _block(stmts: list[Node], plan: _Plan, names: set[str], scope: list[tuple[st
                                 if n in mine or n in written
                                 or (v.array and not _only_read(run, n)))
             varying = " ".join(plan.varying.values())
+            skip = "if (__kp_wx[__kp_i]) continue; " if plan.exits else ""
             plan.edit(run[0].start_byte, run[0].start_byte,
-                      "for (uint32_t __kp_i = 0; __kp_i < __kp_n; __kp_i++) { if (__kp_wx"
-                      "[__kp_i]) continue; __kp_wi_item(__kp_g, __kp_i); const __kp_thread "
-                      f"__KP_RT* __kp_t = __kp_g; (void)__kp_t; {varying} {copy_in} {{ ")
+                      f"for (uint32_t __kp_i = 0; __kp_i < __kp_n; __kp_i++) {{ {skip}"
+                      "const __kp_thread __kp_wl = __kp_wi_item(__kp_gl, __kp_g, __kp_i); "
+                      "const __kp_thread* const __kp_t = &__kp_wl; const __kp_thread& "
+                      "__kp_wi_here = __kp_wl; (void)__kp_t; (void)__kp_wi_here; "
+                      f"{varying} {remat} {copy_in} {{ ")
             plan.edit(run[-1].end_byte, run[-1].end_byte, f" }} {label}: ; {copy_out} }}")
             scope += own
             i = j
@@ -453,11 +490,12 @@ def _nested(s: Node, plan: _Plan, names: set[str], scope, in_loop: bool) -> None
 
 
 def form_regions(src: str, kernel: str, *, language: str, barrier: str, uniform: set[str],
-                 varying: dict[str, str]) -> str:
+                 varying: dict[str, str], per_thread: frozenset[str] = frozenset()) -> str:
     """``src`` with kernel function ``kernel`` rewritten to run a whole group per call, in
     work-item loops; NotFormed (why, in one line) where that is not provably safe.
     ``uniform``: names of built-ins with one value per group; ``varying``: kernel parameters
-    that differ per thread, each with the declaration that recomputes it for one thread."""
+    that differ per thread, each with the declaration that recomputes it for one thread;
+    ``per_thread``: built-ins that read the thread's position (CUDA's threadIdx)."""
     data = src.encode()
     root = parse(data, language)
     found = [n for n in _walk(root) if n.type == "function_definition"
@@ -492,21 +530,36 @@ def form_regions(src: str, kernel: str, *, language: str, barrier: str, uniform:
     if params:  # one copy serves the whole group: a thread may not change it
         raise NotFormed(f"the kernel body changes its parameter `{sorted(params)[0]}`")
     plan = _Plan(data, barrier, varying, modified=_modified_names(body) | rebound,
-                 root=root)
+                 root=root, per_thread=set(per_thread) | set(varying),
+                 declared=_declaration_counts(fn),
+                 exits=any(x.type == "return_statement" for x in _walk(body)))
     names -= plan.modified | set(varying)
     _block(_statements(body), plan, names, [], False)
     _check_pointers(plan, body)
     if plan.barriers != total:
         raise NotFormed(f"{total - plan.barriers} `{barrier}` outside the kernel body's "
                         "statement lists")
-    head = ("__kp_thread __KP_RT* const __kp_g = __kp_cur; const uint32_t __kp_n = "
-            "__kp_wi_count(__kp_g); unsigned char __KP_RT* const __kp_wx = "
-            "(unsigned char __KP_RT*)__kp_wi_flags(__kp_n); "
+    # __kp_wx: a flag a thread, set when it returned; __kp_wd: how many did
+    flags = "__kp_wi_flags(__kp_n)" if plan.exits else "nullptr"
+    head = ("__kp_thread __KP_RT* const __kp_g = __kp_cur; const __kp_wi_grp __kp_gl = "
+            "__kp_wi_group(__kp_g); const uint32_t __kp_n = __kp_wi_count(__kp_g); "
+            f"unsigned char __KP_RT* const __kp_wx = (unsigned char __KP_RT*){flags}; "
+            "uint32_t __kp_wd = 0; (void)__kp_wd; "
             + " ".join(f"{v.typedef} __kp_wiT{v.index}* const __kp_wiV{v.index} = "
                        f"(__kp_wiT{v.index}*)__kp_wi_alloc(sizeof(__kp_wiT{v.index}), "
                        f"alignof(__kp_wiT{v.index}), __kp_n);" for v in plan.hoisted))
     plan.edit(body.start_byte + 1, body.start_byte + 1, " " + head)
     return _apply(data, plan.edits)
+
+
+def _declaration_counts(fn: Node) -> dict[str, int]:
+    """How often each name is declared in function ``fn`` (parameters included)."""
+    counts: dict[str, int] = {}
+    for n in _walk(fn):
+        for d in n.children_by_field_name("declarator"):
+            if d.type == "identifier":
+                counts[_text(d)] = counts.get(_text(d), 0) + 1
+    return counts
 
 
 def _check_pointers(plan: _Plan, body: Node) -> None:

@@ -54,7 +54,6 @@ TITLE = ("vector loads and stores: 4 elements a thread (assumes 16-byte aligned 
 SMALLEST_DEVICE_INPUT = 8
 
 
-
 def _field(node: Node, name: str, unit: Unit) -> str:
     child = node.child_by_field_name(name)
     return "" if child is None else unit.text(child)

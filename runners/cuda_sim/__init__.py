@@ -224,7 +224,8 @@ class RawKernel:
             defines += "#include <cooperative_groups.h>\n"
         if re.search(r"\bc10\s*::\s*complex\b", code):  # torch's, as device code uses it
             defines += "#include <c10/util/complex.h>\n"
-        return (f'{CUDA_HEAD}{defines}#line 1 "{self.filename}"\n{code}\n'
+        head = "#define __KP_WI_TU 1\n" if regions else ""  # kport/cuda_runtime.h
+        return (f'{head}{CUDA_HEAD}{defines}#line 1 "{self.filename}"\n{code}\n'
                 + kernel_tail("cuda", bool(_SYNC.search(code)) and not regions, _INVOKE,
                               f"  __kp_invoke(&{self.name}, __kp_a);", regions=regions))
 
@@ -236,7 +237,8 @@ class RawKernel:
         try:
             formed = workitems.form_regions(
                 self._rewritten(code), self.name.split("<")[0].strip(), language="cuda",
-                barrier="__syncthreads", uniform=_GROUP_BUILTINS, varying={})
+                barrier="__syncthreads", uniform=_GROUP_BUILTINS, varying={},
+                per_thread=frozenset({"threadIdx"}))
         except workitems.NotFormed:
             return None
         return self._translation_unit(code, formed=formed)

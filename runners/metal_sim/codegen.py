@@ -68,9 +68,10 @@ ATTRIBUTE_VALUES = {
 
 
 # C++ the attribute expressions above rely on; every Metal TU includes it after the shim.
-ATTRIBUTE_HELPERS = """static inline uint __kp_actual_threads(const __kp_thread __KP_RT* __kp_t) {
+ATTRIBUTE_HELPERS = """// `P`: the running thread's record, or a work-item's fields as a value.
+template <class P> static inline uint __kp_actual_threads(P __kp_t) {
   return __kp_t->tg_size[0] * __kp_t->tg_size[1] * __kp_t->tg_size[2]; }
-static inline uint __kp_dispatch_threads(const __kp_thread __KP_RT* __kp_t) {
+template <class P> static inline uint __kp_dispatch_threads(P __kp_t) {
   return __kp_t->tg_dispatch[0] * __kp_t->tg_dispatch[1] * __kp_t->tg_dispatch[2]; }
 """
 

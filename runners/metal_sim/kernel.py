@@ -65,6 +65,16 @@ _TU_HEAD = """#include <kport/rt.h>
 """
 
 
+# A 0-d input (`const constant T& x`) of a scalar type binds to a copy read through __KP_RT:
+# checked builds' hooks then see no read of kport's slot at each use (a runtime call each).
+_SCALAR_REF = """template <class __KpT>
+static inline __attribute__((always_inline)) decltype(auto) __kp_ref_arg(void* __kp_p) {
+  if constexpr (__is_scalar(__KpT)) return (__KpT)*(const __KpT __KP_RT*)__kp_p;
+  else return *(const __KpT*)__kp_p;
+}
+"""
+
+
 def _entry_body(func: str, template, params: list[codegen.Param], attributes) -> str:
     args = []
     for i, p in enumerate(params):
@@ -72,7 +82,7 @@ def _entry_body(func: str, template, params: list[codegen.Param], attributes) ->
         if p.kind == "input":
             args.append(f"(const {p.c_type}*){ptr}")
         elif p.kind in ("input_ref", "ndim"):
-            args.append(f"*(const {p.c_type}*){ptr}")
+            args.append(f"__kp_ref_arg<{p.c_type}>({ptr})")
         elif p.kind in ("shape", "strides"):
             args.append(f"(const {p.c_type}*){ptr}")
         else:
@@ -147,12 +157,13 @@ class MetalKernel:
         undefs = "".join(f"#undef {n}\n" for n in allowlist.macro_names(header + "\n" + source))
         entry = _entry_body(func, template, params, attributes)
         tu = (_TU_HEAD + codegen.ATTRIBUTE_HELPERS + body + "\n" + undefs
-              + kernel_tail("metal", bool(_SYNC.search(self.header + self.source)), "", entry))
+              + kernel_tail("metal", bool(_SYNC.search(self.header + self.source)), _SCALAR_REF,
+                            entry))
         try:
             formed = _line_directives(text, self._work_items(rewritten, func, attributes),
                                       header, source, sig_end)
             regions = (_TU_HEAD + codegen.ATTRIBUTE_HELPERS + formed + "\n" + undefs
-                       + kernel_tail("metal", False, "", entry, regions=True))
+                       + kernel_tail("metal", False, _SCALAR_REF, entry, regions=True))
         except workitems.NotFormed:
             regions = None
         instance = ""

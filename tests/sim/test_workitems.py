@@ -329,3 +329,148 @@ def test_a_reference_local_inside_one_region_is_formed():
     assert run.ok and not run.findings and run.mode == REGIONS
     np.testing.assert_array_equal(y, np.arange(8)[::-1])
     assert "reference" in _why("float& r = y[0]; __syncthreads(); r = 1;")
+
+
+# Thread (5, 2) of group 1 reads 1024 floats past the end of `x`: in fast mode that faults in
+# the buffer's guard region, in full mode the bounds check reports it; either way the finding
+# names that thread, in work-item loops (one store of the index a work-item) and without
+# barriers (the plain thread loop), in both dialects.
+CUDA_BAD_READ = r"""extern "C" __global__ void k(const float* x, float* y, int n) {
+  __shared__ float s[64];
+  int t = threadIdx.y * 16 + threadIdx.x;
+  s[t] = x[t];
+  __syncthreads();
+  float v = s[63 - t];
+  if (blockIdx.x == 1 && threadIdx.x == 5 && threadIdx.y == 2) v += x[n + 1024];
+  y[blockIdx.x * 64 + t] = v;
+}"""
+METAL_BAD_READ = """threadgroup float s[64];
+uint2 l = thread_position_in_threadgroup.xy;
+uint t = l.y * 16 + l.x;
+s[t] = x[t];
+threadgroup_barrier(mem_flags::mem_threadgroup);
+float v = s[63 - t];
+if (threadgroup_position_in_grid.x == 1 && l.x == 5 && l.y == 2) v += x[n + 1024];
+y[threadgroup_position_in_grid.x * 64 + t] = v;"""
+
+
+def _no_barrier(code: str) -> str:
+    return "\n".join(line for line in code.split("\n")
+                     if "barrier" not in line and "__syncthreads" not in line)
+
+
+@pytest.mark.parametrize("checks", ["fast", "full"])
+@pytest.mark.parametrize("dialect", ["cuda", "metal"])
+@pytest.mark.parametrize("barrier", [True, False])
+def test_a_bad_access_names_its_thread(monkeypatch, checks, dialect, barrier):
+    import mlx.core as mx
+
+    monkeypatch.setenv("KPORT_SIM_CHECKS", checks)
+    x = np.arange(64, dtype=np.float32)
+    if dialect == "cuda":
+        code = CUDA_BAD_READ if barrier else _no_barrier(CUDA_BAD_READ)
+        run = _cuda(code, (2,), (16, 4), x, np.zeros(128, np.float32), np.int32(64))
+    else:
+        src = METAL_BAD_READ if barrier else _no_barrier(METAL_BAD_READ)
+        run = metal_kernel("wibad", ["x", "n"], ["y"], src).launch(
+            inputs=[x, mx.array(64, dtype=mx.int32)], output_shapes=[(128,)],
+            output_dtypes=[mx.float32], grid=(32, 4, 1), threadgroup=(16, 4, 1))
+    assert run.mode == (REGIONS if barrier else LOOP)
+    bad = [f for f in run.findings if f.kind == "out_of_bounds"]
+    assert bad and "'x'" in bad[0].message, run.findings
+    assert (bad[0].thread, bad[0].group) == ((5, 2, 0), (1, 0, 0)), bad[0]
+
+
+def test_divergence_names_the_first_thread_left_as_fibers_do(monkeypatch):
+    code = RETURN_BEFORE.replace("if (t >= 8) return;", "if (t < 5) return;")
+    found = {}
+    for setting in ("auto", "off"):
+        monkeypatch.setenv("KPORT_SIM_WORK_ITEMS", setting)
+        run = _cuda(code, (1,), (16,), np.arange(16, dtype=np.float32),
+                    np.zeros(16, np.float32))
+        found[run.mode] = [(f.kind, f.line, f.thread, f.message) for f in run.findings]
+    assert set(found) == {REGIONS, FIBERS}
+    assert found[REGIONS] == found[FIBERS] and found[REGIONS][0][2] == (5, 0, 0), found
+
+
+# A local computed from the thread's position is declared again in later regions, not kept
+# in an array; not when a name it reads is declared twice (a later region could see the
+# other one) or changes.
+@pytest.mark.parametrize("body, want", [
+    ("int w = threadIdx.x + a;\n  s[threadIdx.x] = 1.0f;\n  __syncthreads();\n"
+     "  { int a = 100; y[threadIdx.x] = w + a + s[0]; }", lambda t, a: t + a + 101),
+    ("int t = threadIdx.x; int u = t * 2;\n  s[t] = 1.0f;\n  __syncthreads();\n  t += 1;\n"
+     "  __syncthreads();\n  y[threadIdx.x] = u + t + s[0];", lambda t, a: 3 * t + 2),
+    ("const int t = threadIdx.x, u = t * a;\n  s[t] = 1.0f;\n  __syncthreads();\n"
+     "  y[t] = u + s[31 - t];", lambda t, a: t * a + 1),
+])
+def test_locals_from_the_thread_position_keep_their_values(body, want):
+    code = (r"""extern "C" __global__ void k(float* y, int a) {
+  __shared__ float s[32];
+  BODY
+}""").replace("BODY", body)
+    y = np.zeros(32, np.float32)
+    run = _cuda(code, (1,), (32,), y, np.int32(7))
+    assert run.ok and not run.findings and run.mode == REGIONS, run.findings or run.diagnostics
+    np.testing.assert_array_equal(y, want(np.arange(32), 7))
+
+
+@pytest.mark.parametrize("dialect", ["cuda", "metal"])
+def test_a_crash_in_a_loop_the_compiler_could_vectorise_names_its_thread(monkeypatch, dialect):
+    # `x` ends at a guard page: thread 37 is the first to read past it (x[64]). A loop over
+    # the threads vectorised by the compiler would fault for threads 36..39 at once, so the
+    # index each thread stores must stay, one store a thread.
+    import mlx.core as mx
+
+    monkeypatch.setenv("KPORT_SIM_CHECKS", "fast")
+    x = np.arange(64, dtype=np.float32)
+    if dialect == "cuda":
+        code = r"""extern "C" __global__ void k(const float* x, float* y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  y[i] = x[i + 27] * 2.0f; }"""
+        run = _cuda(code, (1,), (64,), x, np.zeros(64, np.float32))
+    else:
+        run = metal_kernel("wivec", ["x"], ["y"], "uint i = thread_position_in_grid.x;\n"
+                           "y[i] = x[i + 27] * 2.0f;").launch(
+            inputs=[x], output_shapes=[(64,)], output_dtypes=[mx.float32], grid=(64, 1, 1),
+            threadgroup=(64, 1, 1))
+    assert run.mode == LOOP
+    bad = [f for f in run.findings if f.kind == "out_of_bounds"]
+    assert bad and "'x'" in bad[0].message and bad[0].thread == (37, 0, 0), run.findings
+
+
+def test_a_device_function_reading_threadidx_in_a_region_sees_its_thread():
+    # regions store only the item's index: threadIdx outside the kernel body derives the rest
+    code = r"""__device__ int flat() { return threadIdx.y * 8 + threadIdx.x; }
+extern "C" __global__ void k(float* y) {
+  __shared__ float s[32];
+  s[flat()] = (float)flat();
+  __syncthreads();
+  y[blockIdx.x * 32 + flat()] = s[31 - flat()];
+}"""
+    y = np.zeros(64, np.float32)
+    run = _cuda(code, (2,), (8, 4), y)
+    assert run.ok and not run.findings and run.mode == REGIONS, run.findings or run.diagnostics
+    np.testing.assert_array_equal(y, np.tile(31 - np.arange(32), 2))
+
+
+@pytest.mark.parametrize("decl, array", [
+    ("int t = threadIdx.x, i = blockIdx.x * blockDim.x + t;", False),  # declared again
+    ("int t = threadIdx.x, i = (int)x[t];", True),  # reads memory: kept in an array
+    ("int t = threadIdx.x, i = t; i += 1;", True),  # changes: kept in an array
+])
+def test_which_locals_are_declared_again_rather_than_kept(decl, array):
+    code = r"""extern "C" __global__ void k(const float* x, float* y) {
+  __shared__ float s[64];
+  DECL
+  s[t] = (float)i;
+  __syncthreads();
+  y[i] = s[63 - t];
+}""".replace("DECL", decl)
+    from runners import srcrewrite  # lazy: only this test reads the rewrite itself
+
+    code = srcrewrite.rewrite_group_storage(code, "__shared__")  # as cuda_sim does first
+    formed = workitems.form_regions(code, "k", language="cuda", barrier="__syncthreads",
+                                    uniform={"blockIdx", "blockDim"}, varying={},
+                                    per_thread=frozenset({"threadIdx"}))
+    assert ("__kp_wi_alloc" in formed) == array, formed

@@ -53,7 +53,35 @@ void checks_worker_setup(Worker* w) {
     w->views[i].writable = a.writes_back;
   }
   w->last_view = g_launch.view_slots();
-  w->last_view[0] = w->last_view[1] = &g_no_view;
+  for (int k = 0; k < 4; k++) w->last_view[k] = &g_no_view;
+  // Every word is the runtime's until a variable covers it whole (checks_var_added).
+  w->words.assign(w->tg_capacity / 4 + 4, __kp_tg_word{0, 0, 0, 0, 0, 0, UINT32_MAX});
+  w->bytes.assign(w->tg_capacity, __kp_tg_word{});
+  __kp_tg_check& c = w->tg_check;
+  c.arena = (uintptr_t)w->tg_arena;
+  c.bytes = g_launch.count ? 0 : w->tg_capacity;  // counters see every access
+  c.words = w->words.data();
+  c.simd_epoch = w->simd_epoch.data();
+  c.track = g_launch.check_race || g_launch.check_uninit;
+  *g_launch.tg_slot() = &c;
+}
+
+void checks_var_added(Worker* w, const TgVar& v) {
+  for (size_t i = v.offset / 4; i < (v.offset + v.size) / 4; i++) w->words[i].slow = 0;
+}
+
+// A group starts two epochs on: group_epoch, between the two, is no barrier interval's, so
+// atomics can mark a word written in the group without a write in any interval. Epochs are
+// 32-bit: before they could wrap, every record is cleared and they start again.
+void checks_group_start(Worker* w) {
+  __kp_tg_check& c = w->tg_check;
+  if (c.epoch > 0x80000000u) {
+    for (__kp_tg_word& r : w->words) r = __kp_tg_word{0, 0, 0, 0, 0, 0, r.slow == UINT32_MAX ? r.slow : 0};
+    for (__kp_tg_word& r : w->bytes) r = __kp_tg_word{};
+    c.epoch = 0;
+  }
+  c.epoch += 2;
+  c.group_epoch = c.epoch - 1;
 }
 
 void merge_extents(Worker* w) {
@@ -143,56 +171,93 @@ static __attribute__((noinline)) void report_race(Worker* w, const TgVar* var, s
   add_finding(__KP_F_RACE, line, msg, &w->running->pos, pc);
 }
 
+// One access to one record (a word's, or a byte's). `what` gets the race's description (a
+// format taking the other thread and this one) or "uninitialised"; null when all is well.
+struct Verdict {
+  const char* what = nullptr;
+  unsigned other = 0;
+};
+
+static const char kUninit[] = "uninitialised";
+
+static Verdict record_access(Worker* w, __kp_tg_word& sh, bool write, uint32_t me, uint32_t se) {
+  const __kp_tg_check& c = w->tg_check;
+  const bool race = g_launch.check_race;
+  const uint16_t me1 = (uint16_t)(me + 1);
+  Verdict v;
+  if (write) {
+    if (!race) {
+    } else if (sh.w_epoch == c.epoch && sh.w_thread != me1 && conflicts(w, me, sh.w_thread, sh.w_simd))
+      v = {"written by thread %u and thread %u", sh.w_thread - 1u};
+    else if (sh.r_epoch == c.epoch && sh.r_thread != me1 && conflicts(w, me, sh.r_thread, sh.r_simd))
+      v = {"read by thread %u and written by thread %u", sh.r_thread - 1u};
+    sh.w_epoch = c.epoch, sh.w_thread = me1, sh.w_simd = se, sh.shared = 0;
+    return v;
+  }
+  if (g_launch.check_uninit && sh.w_epoch < c.group_epoch) return {kUninit, 0};
+  if (!race) return v;
+  if (sh.w_epoch == c.epoch && sh.w_thread != me1 && conflicts(w, me, sh.w_thread, sh.w_simd))
+    v = {"written by thread %u and read by thread %u", sh.w_thread - 1u};
+  const bool other = sh.r_epoch == c.epoch && sh.r_thread != me1;
+  sh.r_epoch = c.epoch, sh.r_thread = other ? 0xFFFF : me1, sh.r_simd = se;
+  return v;
+}
+
+// Word i is about to be accessed in parts: from now until the group ends its bytes keep their
+// own records, which start as copies of the word's.
+static __kp_tg_word* bytes_of(Worker* w, size_t i) {
+  __kp_tg_word& word = w->words[i];
+  __kp_tg_word* b = &w->bytes[i * 4];
+  if (word.slow < w->tg_check.group_epoch) {
+    for (int k = 0; k < 4; k++) b[k] = word;
+    word.slow = w->tg_check.epoch, word.shared = 0;  // inline reads no longer settle it
+  }
+  return b;
+}
+
+// Threadgroup memory at arena offset `off`: bounds against the variables, then race and
+// uninitialised-read checks a word at a time, or a byte at a time where the access covers part
+// of a word or the word was accessed in parts in this group. One report an access.
 static void tg_access(Worker* w, size_t off, size_t n, bool write, void* pc, unsigned line) {
   const TgVar* before;
   const TgVar* var = tg_var_at(w, off, &before);
-  if (!var) {
-    if (g_launch.check_bounds) report_tg_oob(w, before, off, write, pc, line);
+  if (!var || off + n > var->offset + var->size) {
+    if (g_launch.check_bounds)
+      report_tg_oob(w, var ? var : before, var ? var->offset + var->size : off, write, pc, line);
     return;
   }
-  const bool race = g_launch.check_race, uninit = g_launch.check_uninit;
-  if (!race && !uninit) return;
-  const uint32_t me = w->running->pos.linear, epoch = w->epoch, group = w->group_serial;
-  const uint16_t me1 = (uint16_t)(me + 1);
-  const uint32_t se = w->simd_epoch[me / __KP_SIMD_WIDTH];
-  if (off + n > w->tg_capacity) n = w->tg_capacity - off;
-  Shadow* shadow = w->shadow.data() + off;
-  for (size_t i = 0; i < n; i++) {
-    Shadow& sh = shadow[i];
-    const char* kind = nullptr;
-    unsigned other = 0;
-    if (write) {
-      if (!race) {
-      } else if (sh.w_epoch == epoch && sh.w_thread != me1 &&
-                 conflicts(w, me, sh.w_thread, sh.w_simd_epoch))
-        kind = "written by thread %u and thread %u", other = sh.w_thread - 1;
-      else if (sh.r_epoch == epoch && sh.r_thread != me1 &&
-               conflicts(w, me, sh.r_thread, sh.r_simd_epoch))
-        kind = "read by thread %u and written by thread %u", other = sh.r_thread - 1;
-      sh.w_epoch = epoch;
-      sh.w_thread = me1;
-      sh.w_group = group;
-      sh.w_simd_epoch = se;
+  if (!g_launch.check_race && !g_launch.check_uninit) return;
+  const uint32_t me = w->running->pos.linear, se = w->simd_epoch[me / __KP_SIMD_WIDTH];
+  for (size_t at = off, end = off + n; at < end;) {
+    const size_t i = at / 4, stop = end < i * 4 + 4 ? end : i * 4 + 4;
+    Verdict v;
+    if (at == i * 4 && stop == at + 4 && w->words[i].slow < w->tg_check.group_epoch) {
+      v = record_access(w, w->words[i], write, me, se);
     } else {
-      if (uninit && sh.w_group != group) {
-        report_uninit(w, var, off + i, pc, line);
-        return;
-      }
-      if (!race) continue;
-      if (sh.w_epoch == epoch && sh.w_thread != me1 && conflicts(w, me, sh.w_thread, sh.w_simd_epoch))
-        kind = "written by thread %u and read by thread %u", other = sh.w_thread - 1;
-      if (sh.r_epoch != epoch) {
-        sh.r_epoch = epoch;
-        sh.r_thread = me1;
-        sh.r_simd_epoch = se;
-      } else if (sh.r_thread != me1) {
-        sh.r_thread = 0xFFFF;
-      }
+      __kp_tg_word* b = bytes_of(w, i);
+      for (; at < stop; at++)
+        if ((v = record_access(w, b[at - i * 4], write, me, se)).what) break;
     }
-    if (kind) {
-      report_race(w, var, off + i, kind, other, me, pc, line);
-      return;
+    if (v.what == kUninit) return report_uninit(w, var, at, pc, line);
+    if (v.what) return report_race(w, var, at, v.what, v.other, me, pc, line);
+    at = stop;
+  }
+}
+
+// An atomic write: its bytes count as written in the group (no later read of them is
+// uninitialised) but not as a write of the interval (atomics do not race with each other).
+static void tg_atomic_write(Worker* w, size_t off, size_t n) {
+  const uint32_t first = w->tg_check.group_epoch;
+  for (size_t at = off, end = off + n; at < end;) {
+    const size_t i = at / 4, stop = end < i * 4 + 4 ? end : i * 4 + 4;
+    if (at == i * 4 && stop == at + 4 && w->words[i].slow < first) {
+      if (w->words[i].w_epoch < first) w->words[i].w_epoch = first;
+    } else {
+      __kp_tg_word* b = bytes_of(w, i);
+      for (; at < stop; at++)
+        if (b[at - i * 4].w_epoch < first) b[at - i * 4].w_epoch = first;
     }
+    at = stop;
   }
 }
 
@@ -262,6 +327,7 @@ static inline void on_access(void* p, size_t n, bool write, void* pc, unsigned l
     return tg_access(w, a - (uintptr_t)w->tg_arena, n, write, pc, line);
   for (__kp_view *u = w->views.data(), *end = u + w->fast_views; u < end; u++) {
     if (in_view(u, a, n, write)) {
+      w->last_view[2 + write] = w->last_view[write];  // the inline check tries both
       w->last_view[write] = u;
       extend(u, write, (int64_t)(a - u->data), n);
       return;
@@ -311,10 +377,10 @@ void __kp_check_access(const void* addr, size_t size, int is_write, unsigned lin
   if (a - tg < w->tg_capacity) {
     // Atomics: bounds only; mark the bytes as written so later plain reads are not "uninitialised".
     const __kp::TgVar* before;
-    if (!__kp::tg_var_at(w, a - tg, &before))
+    const __kp::TgVar* var = __kp::tg_var_at(w, a - tg, &before);
+    if (!var || a - tg + size > var->offset + var->size)
       return on_access((void*)addr, size, is_write, __KP_PC, line);
-    if (is_write)
-      for (size_t i = 0; i < size; i++) w->shadow[a - tg + i].w_group = w->group_serial;
+    if (is_write) __kp::tg_atomic_write(w, a - tg, size);
     return;
   }
   on_access((void*)addr, size, is_write, __KP_PC, line);

@@ -74,6 +74,19 @@ static uintptr_t pc_offset(void* pc) {
   return pc && g_lib_base && p > g_lib_base ? p - g_lib_base : 0;
 }
 
+// Where a finding happened. Without fibers the group's one record is the running thread's,
+// and work-item loops store only its index there (kport/workitems.h): the rest follows.
+static __kp_thread located(const __kp_thread* where) {
+  __kp_thread p = *where;
+  if (g_launch.needs_sync || !p.tg_size[0] || !p.tg_size[1]) return p;
+  const uint32_t i = p.linear, nx = p.tg_size[0], ny = p.tg_size[1];
+  const uint32_t n = nx * ny * p.tg_size[2], full = n / __KP_SIMD_WIDTH * __KP_SIMD_WIDTH;
+  p.tid[0] = i % nx, p.tid[1] = i / nx % ny, p.tid[2] = i / (nx * ny);
+  p.lane = i % __KP_SIMD_WIDTH, p.simd = i / __KP_SIMD_WIDTH;
+  p.simd_lanes = i < full ? __KP_SIMD_WIDTH : n - full;
+  return p;
+}
+
 void add_finding(int kind, unsigned line, const char* msg, const __kp_thread* where, void* pc) {
   std::lock_guard<std::mutex> lock(g_mutex);
   uintptr_t off = pc_offset(pc);
@@ -85,7 +98,7 @@ void add_finding(int kind, unsigned line, const char* msg, const __kp_thread* wh
     }
   if (g_findings.size() >= kMaxFindings) return;
   Finding f{kind, line, msg, {}, where != nullptr, off, 1};
-  if (where) f.where = *where;
+  if (where) f.where = located(where);
   g_findings.push_back(f);
 }
 
@@ -203,7 +216,7 @@ void finish_fatal(int kind, unsigned line, const char* msg, const __kp_thread* w
     for (;;) pause();  // another thread is already writing the result
   }
   Finding f{kind, line, msg, {}, where != nullptr, pc_offset(pc), 1};
-  if (where) f.where = *where;
+  if (where) f.where = located(where);
   if (g_launch.checked && t_worker) merge_extents(t_worker);
   write_result("fault", &f);
   _exit(0);
@@ -432,8 +445,9 @@ static void load_kernel() {
   L.run_threads = (void (*)(void**, __kp_thread*))dlsym(lib, "__kp_kernel_run_threads");
   L.current_slot = (__kp_thread** (*)(void))dlsym(lib, "__kp_kernel_current_slot");
   L.view_slots = (__kp_view** (*)(void))dlsym(lib, "__kp_kernel_view_slots");
+  L.tg_slot = (__kp_tg_check** (*)(void))dlsym(lib, "__kp_kernel_tg_slot");
   const int* sync = (const int*)dlsym(lib, "__kp_kernel_needs_sync");
-  if (!L.entry || !L.run_threads || !L.current_slot || !L.view_slots || !sync)
+  if (!L.entry || !L.run_threads || !L.current_slot || !L.view_slots || !L.tg_slot || !sync)
     bad_request("kernel library lacks the kp_* entry points");
   L.needs_sync = *sync;
   Dl_info info;

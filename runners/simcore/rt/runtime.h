@@ -61,12 +61,6 @@ struct TgVar {
   unsigned line;
 };
 
-// Per-byte shadow of threadgroup memory for race and uninitialised-read checks.
-struct Shadow {
-  uint32_t w_epoch, r_epoch, w_group;
-  uint16_t w_thread, r_thread;  // linear id + 1; r_thread 0xFFFF = several readers
-  uint32_t w_simd_epoch, r_simd_epoch;
-};
 
 // Checked mode, per worker: one __kp_view (rt.h) a buffer, holding the extents this worker's
 // accesses reached, merged into the Arg after each group (merge_extents), so the access checks
@@ -87,12 +81,14 @@ struct Worker {
   size_t tg_capacity = 0, tg_used = 0, tg_limit = 0;
   std::vector<TgVar> tg_vars;
   unsigned char* dyn_smem = nullptr;
-  std::vector<Shadow> shadow;        // checked mode: one per arena byte
+  // Checked mode, race and uninitialised-read state (rt.h): a record a 4-byte word of the
+  // arena, and a record a byte for the words accessed in parts during the group.
+  std::vector<__kp_tg_word> words, bytes;
+  __kp_tg_check tg_check = {};       // the inline checks' view; its epochs are the group's
   std::vector<__kp_view> views;      // checked mode: one per argument (buffers used)
   size_t fast_views = 0;             // views the hot path tries (none when counting)
-  __kp_view** last_view = nullptr;   // the kernel's __kp_last_view[2] of this OS thread
+  __kp_view** last_view = nullptr;   // the kernel's __kp_last_view[4] of this OS thread
   size_t last_var = 0;               // index of the threadgroup variable the last access hit
-  uint32_t epoch = 0;                // bumps at every group start and barrier
   uint32_t group_serial = 0;
   char* stacks = nullptr;
   size_t stack_size = 0, stack_stride = 0, stack_count = 0;
@@ -126,6 +122,7 @@ struct Launch {
   void (*run_threads)(void**, __kp_thread*) = nullptr;
   __kp_thread** (*current_slot)(void) = nullptr;
   __kp_view** (*view_slots)(void) = nullptr;
+  __kp_tg_check** (*tg_slot)(void) = nullptr;
   int needs_sync = 1;
   std::string dialect;
 };
@@ -146,6 +143,8 @@ void run_group(Worker* w, uint32_t gx, uint32_t gy, uint32_t gz);
 Arg* buffer_of(uintptr_t addr);  // buffer whose guarded span holds addr, or null
 void checks_worker_setup(Worker* w);
 void merge_extents(Worker* w);   // the worker's extents into the Args'; called after each group
+void checks_group_start(Worker* w);  // new epochs: nothing of an earlier group counts
+void checks_var_added(Worker* w, const TgVar& v);  // its whole words go to the inline checks
 
 // counters.cpp: performance counters of a launch with `count` set (written as "counters").
 enum CounterId {

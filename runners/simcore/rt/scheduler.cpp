@@ -32,7 +32,6 @@ void worker_setup(Worker* w) {
   if (g_launch.dyn_smem)
     w->dyn_smem = (unsigned char*)aligned_alloc(64, (g_launch.dyn_smem + kTgRedzone + 63) / 64 * 64);
   if (g_launch.checked) {
-    w->shadow.assign(w->tg_capacity, Shadow{});
     checks_worker_setup(w);
   }
   if (!g_launch.needs_sync) return;
@@ -197,7 +196,7 @@ static void resolve_barrier(Worker* w, uint32_t n) {
     t->reduced = reduced;
     t->state = T_READY;
   }
-  w->epoch++;
+  w->tg_check.epoch++;
 }
 
 void run_group(Worker* w, uint32_t gx, uint32_t gy, uint32_t gz) {
@@ -215,7 +214,7 @@ void run_group(Worker* w, uint32_t gx, uint32_t gy, uint32_t gz) {
   memset(w->tg_arena, 0xFF, w->tg_used);
   if (w->dyn_smem) memset(w->dyn_smem, 0xFF, L.dyn_smem);
   w->group_serial++;
-  w->epoch++;
+  if (L.checked) checks_group_start(w);
   if (!L.needs_sync) {  // fast path: the library loops over the threads itself
     w->wi_chunk = 0, w->wi_used = 0;  // work-item loops' per-thread arrays start afresh
     __kp_thread* t = &w->threads[0].pos;
@@ -337,6 +336,7 @@ extern "C" void* __kp_tg_alloc(const void* site, size_t size, size_t align, cons
                  w->running ? &w->running->pos : nullptr, nullptr);
   w->tg_used = offset + size + (g_launch.checked ? kTgRedzone : 0);
   w->tg_vars.push_back(TgVar{site, offset, size, name, line});
+  if (g_launch.checked) checks_var_added(w, w->tg_vars.back());
   memset(w->tg_arena + offset, 0xFF, w->tg_used - offset);
   return w->tg_arena + offset;
 }
@@ -387,7 +387,7 @@ extern "C" void __kp_wi_barrier(unsigned line, unsigned column, uint32_t live, u
               "returned (on a GPU this is undefined behaviour)", live, live + done, done);
   if (g_launch.count)
     for (uint32_t i = 0; i < live; i++) count_event(C_BARRIERS);
-  w->epoch++;
+  w->tg_check.epoch++;
 }
 
 extern "C" void* __kp_dyn_smem(void) { return t_worker->dyn_smem; }

@@ -57,28 +57,45 @@
 #include <kport/cuda/vector_types.h>
 
 // ---- Built-in variables: expressions reading the running fiber's position -----------------------
+// Work-item loops (kport/workitems.h) declare `__kp_wi_here`, the running work-item's fields
+// as a value, in each region, hiding this one, which reads the running thread's record.
+struct __kp_wi_none {};
+static constexpr __kp_wi_none __kp_wi_here{};
 namespace __kp_cuda {
-__KP_INLINE uint3 thread_idx() {
+__KP_INLINE uint3 thread_idx(__kp_wi_none) {
   const __kp_thread __KP_RT* t = __kp_cur;
+#ifdef __KP_WI_TU  // work-item loops store only the index (a device function called there)
+  const uint32_t i = t->linear, nx = t->tg_size[0], ny = t->tg_size[1];
+  return uint3{i % nx, i / nx % ny, i / (nx * ny)};
+#else
   return uint3{t->tid[0], t->tid[1], t->tid[2]};
+#endif
 }
-__KP_INLINE uint3 block_idx() {
+__KP_INLINE uint3 block_idx(__kp_wi_none) {
   const __kp_thread __KP_RT* t = __kp_cur;
   return uint3{t->gid[0], t->gid[1], t->gid[2]};
 }
-__KP_INLINE dim3 block_dim() {
+__KP_INLINE dim3 block_dim(__kp_wi_none) {
   const __kp_thread __KP_RT* t = __kp_cur;
   return dim3(t->tg_dispatch[0], t->tg_dispatch[1], t->tg_dispatch[2]);
 }
-__KP_INLINE dim3 grid_dim() {
+__KP_INLINE dim3 grid_dim(__kp_wi_none) {
   const __kp_thread __KP_RT* t = __kp_cur;
   return dim3(t->ngroups[0], t->ngroups[1], t->ngroups[2]);
 }
+__KP_INLINE uint3 thread_idx(const __kp_thread& t) { return uint3{t.tid[0], t.tid[1], t.tid[2]}; }
+__KP_INLINE uint3 block_idx(const __kp_thread& t) { return uint3{t.gid[0], t.gid[1], t.gid[2]}; }
+__KP_INLINE dim3 block_dim(const __kp_thread& t) {
+  return dim3(t.tg_dispatch[0], t.tg_dispatch[1], t.tg_dispatch[2]);
+}
+__KP_INLINE dim3 grid_dim(const __kp_thread& t) {
+  return dim3(t.ngroups[0], t.ngroups[1], t.ngroups[2]);
+}
 }  // namespace __kp_cuda
-#define threadIdx (::__kp_cuda::thread_idx())
-#define blockIdx (::__kp_cuda::block_idx())
-#define blockDim (::__kp_cuda::block_dim())
-#define gridDim (::__kp_cuda::grid_dim())
+#define threadIdx (::__kp_cuda::thread_idx(__kp_wi_here))
+#define blockIdx (::__kp_cuda::block_idx(__kp_wi_here))
+#define blockDim (::__kp_cuda::block_dim(__kp_wi_here))
+#define gridDim (::__kp_cuda::grid_dim(__kp_wi_here))
 // A constant expression here (CUDA's is a run-time variable): more permissive, same value.
 inline constexpr int warpSize = 32;
 

@@ -6,8 +6,12 @@ __thread __kp_thread __KP_RT* __kp_cur_slot __attribute__((tls_model("initial-ex
 
 // The scheduler writes the running thread straight into this library's TLS slot.
 extern "C" __kp_thread** __kp_kernel_current_slot(void) { return (__kp_thread**)(void*)&__kp_cur_slot; }
-__thread __kp_view __KP_RT* __kp_last_view[2] __attribute__((tls_model("initial-exec")));
+__thread __kp_view __KP_RT* __kp_last_view[4] __attribute__((tls_model("initial-exec")));
 extern "C" __kp_view** __kp_kernel_view_slots(void) { return (__kp_view**)(void*)__kp_last_view; }
+__thread __kp_tg_check __KP_RT* __kp_tg_state __attribute__((tls_model("initial-exec")));
+extern "C" __kp_tg_check** __kp_kernel_tg_slot(void) {
+  return (__kp_tg_check**)(void*)&__kp_tg_state;
+}
 #ifdef __KP_INSTRUMENTED
 #include "checks.h"
 #endif
@@ -32,7 +36,7 @@ extern "C" void __kp_kernel_run_threads(void** a, __kp_thread* group) {
     for (uint32_t y = 0; y < ny; y++)
       for (uint32_t x = 0; x < nx; x++, linear++) {
         t->tid[0] = x, t->tid[1] = y, t->tid[2] = z;
-        t->linear = linear;
+        *(volatile uint32_t __KP_RT*)&t->linear = linear;  // a crash names it (rt/host.cpp)
         t->lane = linear % __KP_SIMD_WIDTH;
         t->simd = linear / __KP_SIMD_WIDTH;
         t->simd_lanes = linear < full ? __KP_SIMD_WIDTH : n - full;

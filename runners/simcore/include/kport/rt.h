@@ -98,11 +98,34 @@ void* __kp_dyn_smem(void);
 size_t __kp_dyn_smem_size(void);
 
 // Checked builds: a buffer as the inline access checks (kport/checks.h) see it. The runtime
-// points each worker's __kp_last_view[0] / [1] at the buffer the last read / write hit.
+// points each worker's __kp_last_view[0] / [1] at the buffer the last read / write hit, and
+// [2] / [3] at the one before (kernels that read two buffers in turn: a matmul's A and B).
 struct __kp_view {
   uintptr_t data, bytes;   // the buffer's own bytes
   int64_t lo[2], hi[2];    // lowest start and highest end offset reached: [0] reads, [1] writes
   uintptr_t writable;      // 0: an input (writes go to the runtime, which reports them)
+};
+// Checked builds: the race and uninitialised-read state of one 4-byte word of threadgroup
+// memory (and, in the runtime, of one byte of a word accessed a byte at a time). Epochs count
+// barriers; kport/checks.h settles whole-word accesses that need no report inline.
+struct alignas(32) __kp_tg_word {  // 32 bytes: a record's address is a shift away
+  uint32_t w_epoch, r_epoch;    // barrier interval of the last write and of the last read(s)
+  uint16_t w_thread, r_thread;  // the writer's and reader's linear id + 1 (0xFFFF: several)
+  uint32_t w_simd, r_simd;      // their SIMD group's sync count at the access
+  uint32_t slow;                // >= group_epoch: the runtime decides (not wholly inside one
+                                // variable, or accessed in parts during this group)
+  uint32_t shared;              // == the epoch: several threads read the word in this interval,
+                                // none wrote it there, it was written in the group: a read
+                                // needs nothing more (cleared by whatever else changes it)
+};
+// A worker's threadgroup memory as the inline checks see it.
+struct __kp_tg_check {
+  uintptr_t arena, bytes;     // the arena; bytes 0: every access goes to the runtime (counting)
+  __kp_tg_word* words;        // one a 4-byte word of the arena, 4 more past its end
+  const uint32_t* simd_epoch; // sync count of each SIMD group of the running group
+  uint32_t epoch;             // bumps at every barrier and group start
+  uint32_t group_epoch;       // a word whose w_epoch is below it was not written in this group
+  uint32_t track;             // race or uninitialised-read checks asked for
 };
 // Everything the inline check does not settle: `aligned` when the compiler assumed n-byte
 // alignment (a misaligned address is reported). The return address locates the access, so
@@ -129,7 +152,8 @@ int __kp_register_dyn_smem(void** (*slot)(void));
 extern "C" void __kp_kernel_entry(void** args);
 extern "C" void __kp_kernel_run_threads(void** args, __kp_thread* group);  // no-fiber fast path
 extern "C" __kp_thread** __kp_kernel_current_slot(void);
-extern "C" __kp_view** __kp_kernel_view_slots(void);  // this OS thread's __kp_last_view[2]
+extern "C" __kp_view** __kp_kernel_view_slots(void);  // this OS thread's __kp_last_view[4]
+extern "C" __kp_tg_check** __kp_kernel_tg_slot(void);  // this OS thread's __kp_tg_state
 extern "C" const int __kp_kernel_needs_sync;      // 0: no barrier/collective in the source
 extern "C" const char* const __kp_kernel_dialect; // "metal" or "cuda"
 #include "workitems.h"
