@@ -118,23 +118,25 @@ def report(counters: dict, times: dict, pred: dict | None = None,
                      for f, n, p, m, b in rows]}
 
 
-def _git_commit() -> str:
-    proc = subprocess.run(["git", "log", "-1", "--format=%H", "--", "runners/perf_model.py",
-                           "kb/rules/arch/perf_chips.toml"], cwd=ROOT, capture_output=True,
-                          text=True)
-    return proc.stdout.strip()
+MODEL_FILES = ["runners/perf_model.py", "kb/rules/arch/perf_chips.toml"]
 
 
-def _head() -> str:
-    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True,
                           text=True).stdout.strip()
 
 
-def _model_dirty() -> bool:
-    proc = subprocess.run(["git", "status", "--porcelain", "--", "runners/perf_model.py",
-                           "kb/rules/arch/perf_chips.toml"], cwd=ROOT, capture_output=True,
-                          text=True)
-    return bool(proc.stdout.strip())
+def _count_into(path, variants: list[PerfVariant], only: set[str] = frozenset()) -> dict:
+    """Counters of ``variants`` (those named in ``only`` when given, recounted; else those
+    ``path`` lacks), saved to ``path`` after each one, so a stopped run resumes."""
+    found = json.loads(path.read_text()) if path.is_file() else {}
+    for v in variants:
+        if (only and v.name not in only) or (not only and v.name in found):
+            continue
+        found[v.name] = count_variant(v)
+        print(v.name, found[v.name].get("global_load_sectors"), flush=True)
+        path.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
+    return found
 
 
 def heldout_predict() -> dict:
@@ -143,18 +145,14 @@ def heldout_predict() -> dict:
     if HELDOUT_TIMES.is_file():
         raise SystemExit(f"{HELDOUT_TIMES.name} exists: held-out predictions are made before "
                          "the times, not after")
-    found = json.loads(HELDOUT_COUNTERS.read_text()) if HELDOUT_COUNTERS.is_file() else {}
-    for v in HELDOUT_VARIANTS:
-        if v.name in found:
-            continue
-        found[v.name] = count_variant(v)
-        print(v.name, found[v.name].get("global_load_sectors"), flush=True)
-        HELDOUT_COUNTERS.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
+    found = _count_into(HELDOUT_COUNTERS, HELDOUT_VARIANTS)
     pred = predictions(found, variants=HELDOUT_VARIANTS)
     out = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-           "chip": "H200", "head": _head(), "model_commit": _git_commit(),
-           "model_uncommitted_changes": _model_dirty(),
-           "model_files": ["runners/perf_model.py", "kb/rules/arch/perf_chips.toml"],
+           "chip": "H200", "head": _git("rev-parse", "HEAD"),
+           "model_commit": _git("log", "-1", "--format=%H", "--", *MODEL_FILES),
+           "model_uncommitted_changes": bool(_git("status", "--porcelain", "--",
+                                                  *MODEL_FILES)),
+           "model_files": MODEL_FILES,
            "predictions": {v.name: {"family": v.family, "predicted_s": pred[v.name]["predicted_s"],
                                     "bottleneck": pred[v.name]["bottleneck"],
                                     "terms_s": pred[v.name]["terms_s"]}
@@ -196,14 +194,7 @@ def main(argv: list[str] | None = None) -> int:
                              variants=HELDOUT_VARIANTS))
         return 0
     if argv[:1] == ["count"]:
-        only = set(argv[1:])
-        found = json.loads(COUNTERS.read_text()) if COUNTERS.is_file() else {}
-        for v in VARIANTS:
-            if (only and v.name not in only) or (not only and v.name in found):
-                continue
-            found[v.name] = count_variant(v)
-            print(v.name, found[v.name].get("global_load_sectors"), flush=True)
-            COUNTERS.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n")
+        _count_into(COUNTERS, VARIANTS, set(argv[1:]))
         return 0
     if argv[:1] == ["report"]:
         _print_report(report(json.loads(COUNTERS.read_text()), json.loads(TIMES.read_text())))

@@ -85,7 +85,7 @@ def held_out_check(case, candidate: Candidate, result: dict) -> dict:
             n.removeprefix("metal: ") for n in o.notes if n.startswith("metal:"))[:400]
             for o in judged if o.metal != "ok"]
         outcomes = judged
-    extra_runs = summarize(outcomes)["runs"] if outcomes else []
+    extra_runs = summarize(outcomes)["runs"]
     for run in extra_runs:
         run["held_out"] = True
     if not problem:
