@@ -131,6 +131,8 @@ def main(argv: list[str] | None = None) -> dict:
     chunks = default_chunks()
     shipped = json.loads(CALIBRATION.read_text())["models"] if CALIBRATION.is_file() else {}
     llama = import_llama_cpp(args.llama)[0] if args.llama else []
+    if args.workdir:
+        args.workdir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         store = KBStore(Path(tmp) / "kb", create=True)
         store.add(chunks + llama)

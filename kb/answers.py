@@ -25,6 +25,7 @@ from kb.alignment import (
     rule,
 )
 from kb.calibration import hit_confidence
+from kb.chunks import without_asked
 from kb.fixes import load_fixes
 from kb.rules_match import match_rules
 from kb.search import Hit, query_view
@@ -48,8 +49,9 @@ def rule_answer(rule_id: str, text: str, meta: dict) -> dict:
     """A concept rule as an answer; from this kport's rules, else from the stored chunk."""
     r = rule(rule_id)
     if r is None:  # a KB built by another kport version: what the chunk says
-        return {"rule_id": rule_id, "text": text, "cuda": str(meta.get("cuda_constructs", ""))
-                .split(" | "), "metal": meta.get("metal_form", ""), "pitfalls": [],
+        return {"rule_id": rule_id, "text": without_asked(text),
+                "cuda": str(meta.get("cuda_constructs", "")).split(" | "),
+                "metal": meta.get("metal_form", ""), "pitfalls": [],
                 "example": None, "source": meta.get("origin", "")}
     ex = r.example
     cuda_src, metal_src = ex.cuda.strip("\n"), ex.metal.strip("\n")
@@ -65,7 +67,7 @@ def rule_answer(rule_id: str, text: str, meta: dict) -> dict:
 def fix_answer(fix_id: str, text: str) -> dict:
     found = next((f for f in load_fixes() if f.id == fix_id), None)
     if found is None:
-        return {"fix_id": fix_id, "text": text, "source": ""}
+        return {"fix_id": fix_id, "text": without_asked(text), "source": ""}
     return {"fix_id": fix_id, "error": found.example_error, "text": found.fix,
             "source": ", ".join(found.sources), "origin": found.origin,
             "unconfirmed": found.unconfirmed}
@@ -106,7 +108,7 @@ def answer(hit: Hit) -> dict:
     if hit.kind == "analogues":
         return analogue_answer(hit)
     if meta.get("arch_id"):
-        return {"arch_id": meta["arch_id"], "text": hit.text,
+        return {"arch_id": meta["arch_id"], "text": without_asked(hit.text),
                 "source": _sources_of(hit.text)}
     return {"text": "\n".join(hit.text.strip().splitlines()[:EXCERPT_LINES]),
             "source": _where(meta)}

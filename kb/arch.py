@@ -47,6 +47,7 @@ class Feature(BaseModel):
     fact: str
     applies: str
     sources: list[str] = Field(min_length=1)
+    asked: list[str] = Field(default_factory=list)  # as kb.concepts.Rule.asked
 
 
 V = TypeVar("V")

@@ -17,6 +17,7 @@ from kb.features import words
 from kb.fixes import load_fixes
 
 COLLECTIONS = ("rules", "arch", "analogues", "docs", "fixes")
+RULES = "kport-rules"  # the source of the chunks made from kb/rules
 MAX_TEXT = 30_000
 
 Meta = dict[str, str | int | float | bool]
@@ -44,7 +45,7 @@ def pair(cuda: Chunk, metal: Chunk) -> tuple[Chunk, Chunk]:
             metal.with_meta(pair_id=cuda.id, pair_role="metal"))
 
 
-def rule_chunks(source: str = "kport-rules") -> list[Chunk]:
+def rule_chunks(source: str = RULES) -> list[Chunk]:
     """One chunk per concept rule: construct, Metal form, the glossary's plain words for its
     spellings, notes, pitfalls and the example."""
     out = []
@@ -53,7 +54,7 @@ def rule_chunks(source: str = "kport-rules") -> list[Chunk]:
         text = "\n".join([
             r.title, f"CUDA: {', '.join(r.cuda)}", f"Metal: {r.metal}",
             *([f"Also called: {'; '.join(aka)}"] if aka else []), r.notes,
-            *(f"Pitfall: {p}" for p in r.pitfalls),
+            *(f"Pitfall: {p}" for p in r.pitfalls), *asked_lines(r.asked),
             "CUDA example:", r.example.cuda.strip(), "Metal example:", r.example.metal.strip()])
         out.append(Chunk("rules", r.title, text, {
             "source": source, "rule_id": r.id, "group": r.group, "language": "rule",
@@ -62,7 +63,7 @@ def rule_chunks(source: str = "kport-rules") -> list[Chunk]:
     return out
 
 
-def arch_chunks(source: str = "kport-rules") -> list[Chunk]:
+def arch_chunks(source: str = RULES) -> list[Chunk]:
     """One chunk per chip, per architecture feature and per GPU family."""
     out = []
     for c in arch.chips():
@@ -75,8 +76,9 @@ def arch_chunks(source: str = "kport-rules") -> list[Chunk]:
             "source": source, "arch_id": f"chip:{c.name}", "family": c.family,
             "language": "arch", "unconfirmed": c.unconfirmed}))
     for f in arch.features():
-        out.append(Chunk("arch", f"{f.id}: {f.fact[:80]}", f"{f.fact}\nApplies: {f.applies}. "
-                         f"Sources: {', '.join(f.sources)}.", {
+        out.append(Chunk("arch", f"{f.id}: {f.fact[:80]}", "\n".join([
+                         f"{f.fact}\nApplies: {f.applies}. Sources: {', '.join(f.sources)}.",
+                         *asked_lines(f.asked)]), {
                              "source": source, "arch_id": f.id, "language": "arch"}))
     for fam in arch.families():
         lines = [f"GPU family {fam.name}"]
@@ -93,17 +95,39 @@ def arch_chunks(source: str = "kport-rules") -> list[Chunk]:
     return out
 
 
-def fix_chunks(source: str = "kport-rules") -> list[Chunk]:
+def fix_chunks(source: str = RULES) -> list[Chunk]:
     """One chunk per fix rule: the error it recognises and the fix."""
     out = []
     for f in load_fixes():
         aka = also_called(f.title)
         text = "\n".join([f.title, f"Error: {f.example_error}", f"Fix: {f.fix}",
-                          *([f"Also called: {'; '.join(aka)}"] if aka else [])])
+                          *([f"Also called: {'; '.join(aka)}"] if aka else []),
+                          *asked_lines(f.asked)])
         out.append(Chunk("fixes", f.title, text, {
             "source": source, "fix_id": f.id, "origin": f.origin, "language": "fix",
             "unconfirmed": f.unconfirmed}))
     return out
+
+
+ASKED = "Asked: "  # opens a line holding one way the chunk's question is asked
+
+
+def asked_lines(asked: list[str]) -> list[str]:
+    """A rule's, fix's or fact's ``asked`` phrasings as lines of its chunk text: in the text,
+    so BM25 reads them and a changed phrasing changes the chunk's id (a rebuilt store picks it
+    up); search also embeds each one alone (kb.search, the "asked" channel)."""
+    return [ASKED + " ".join(a.split()) for a in asked]
+
+
+def asked_of(text: str) -> list[str]:
+    """The phrasings written into a knowledge chunk's text by asked_lines."""
+    return [x[len(ASKED):] for x in text.split("\nCUDA example:", 1)[0].split("\n")
+            if x.startswith(ASKED)]
+
+
+def without_asked(text: str) -> str:
+    """A chunk's text without its asked lines: what is shown as the answer."""
+    return "\n".join(x for x in text.split("\n") if not x.startswith(ASKED))
 
 
 def prose_of(title: str, text: str) -> str:

@@ -30,7 +30,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from kb.answers import answers, render
-from kb.chunks import COLLECTIONS
+from kb.chunks import COLLECTIONS, RULES
 from kb.features import FEATURES
 from kb.fix_search import merged_fixes, retrieve_fixes
 from kb.ingest import SUFFIXES, IngestReport, ingest
@@ -66,7 +66,8 @@ def _err():
 
 
 def _add(chunks, report=None, url: str | None = None, as_json: bool = False,
-         label: str = "embedding", pairing: PairingReport | None = None) -> None:
+         label: str = "embedding", pairing: PairingReport | None = None,
+         replace: set[str] = frozenset()) -> None:
     console = _err()
     for path, why in (report.skipped if report else []):
         console.print(f"[yellow]skipped[/] {escape(path)}: {escape(why)}")
@@ -76,7 +77,8 @@ def _add(chunks, report=None, url: str | None = None, as_json: bool = False,
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   console=console, transient=True, disable=not console.is_terminal) as bar:
         task = bar.add_task(label, total=len(chunks))
-        counts = store.add(chunks, progress=lambda n: bar.advance(task, n))
+        counts = (store.sync(chunks, set(replace), lambda n: bar.advance(task, n)) if replace
+                  else store.add(chunks, progress=lambda n: bar.advance(task, n)))
     out = {**counts, "chunks": len(chunks), "location": store.location}
     if report is not None:
         out.update(files=report.files, skipped=len(report.skipped), ignored=report.ignored,
@@ -90,18 +92,22 @@ def _add(chunks, report=None, url: str | None = None, as_json: bool = False,
                  f"{report.pairs} pairs)" if report and report.files else
                  f" (rules, architecture facts, fix rules and {report.pairs} corpus pairs)"
                  if report else "")
-        console.print(f"{out['added']} chunks added, {out['present']} already present"
+        gone = (f", {out['removed']} outdated removed" if out.get("removed") else "")
+        console.print(f"{out['added']} chunks added, {out['present']} already present{gone}"
                       f"{extra} -> {store.location}")
 
 
 @app.command()
 def build(corpus: Path = typer.Option(None, help="a corpus folder other than the bundled one"),
           url: str = URL, as_json: bool = JSON):
-    """Build the default KB: concept, architecture and fix rules plus the corpus's pairs."""
+    """Build the default KB: concept, architecture and fix rules plus the corpus's pairs
+    (replacing what an earlier kport stored of them; other sources are kept)."""
     chunks = default_chunks(corpus)
     report = IngestReport(files=0, chunks=len(chunks),
                           pairs=sum(c.metadata.get("pair_role") == "cuda" for c in chunks))
-    _add(chunks, report, url, as_json, "building the knowledge base")
+    # kport's own rules (and the bundled corpus) replace what an earlier kport stored of them
+    _add(chunks, report, url, as_json, "building the knowledge base",
+         replace={RULES} | ({"corpus"} if corpus is None else set()))
 
 
 KEEP = typer.Option(False, "--keep-unpaired", help="also store the CUDA kernels that found no "

@@ -81,6 +81,9 @@ class Rule(BaseModel):
     metal: str  # the Metal form
     notes: str = ""
     pitfalls: list[str] = Field(default_factory=list)
+    # How someone who needs this rule asks for it: symptoms, error messages, the words of a
+    # question (document expansion, docs/kb.md "Asked as"); searched, never shown as the rule.
+    asked: list[str] = Field(default_factory=list)
     source: str = ""  # where the fact comes from
     unconfirmed: bool = False
     example: Example

@@ -66,6 +66,7 @@ class FixRule(BaseModel):
     origin: Origin
     example_error: str
     sources: list[str] = Field(min_length=1)
+    asked: list[str] = Field(default_factory=list)  # as Rule.asked
     unconfirmed: bool = False
     priority: int = 0
     trigger: Trigger | None = Field(default=None, validate_default=True)

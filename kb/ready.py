@@ -7,7 +7,9 @@ corpus's pairs), all or nothing like every write (kb/store.py). It runs under th
 lock and checks again once it holds it, so two commands started together build once: the second
 waits and then reads what the first built. A terminal shows a progress bar; one line on stderr
 says where the KB now lives. A build that fails (no embedding model, a full disk) is a KBError
-of one line, and nothing is left half-built. A Chroma server (KPORT_CHROMA_URL) is never built
+of one line, and nothing is left half-built. A built store whose kport rules, facts or fixes
+differ from the installed ones (an upgrade) has them replaced first, with a one-line note. A
+Chroma server (KPORT_CHROMA_URL) is never built
 implicitly: it is shared, and whoever runs it builds it.
 """
 
@@ -20,7 +22,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kb.chunks import Chunk, arch_chunks, fix_chunks, rule_chunks
+from kb.chunks import RULES, Chunk, arch_chunks, fix_chunks, rule_chunks
 from kb.store import KBError, KBStore
 from runners.errors import KportError
 
@@ -64,10 +66,13 @@ def ready_store(settings, console: Console | None = None) -> tuple[KBStore, str]
     path = settings.kb_dir
     if (path / "chroma.sqlite3").is_file():
         try:
-            return KBStore.from_settings(settings), ""
+            store = KBStore.from_settings(settings)
         except KBError:
             if not _missing_or_empty(path, settings.embed_model):
                 raise  # corrupt or another model: the message says what to do
+        else:
+            if store.has_chunks():
+                return store, _refresh(store, path, console)
     console = console or Console(stderr=True, highlight=False)
     store = KBStore(path, embed_model=settings.embed_model, create=True)
     waited = []
@@ -84,6 +89,33 @@ def ready_store(settings, console: Console | None = None) -> tuple[KBStore, str]
         note = _build(store, path, console)
     console.print(f"kport: {note}", soft_wrap=True, markup=False)
     return store, note
+
+
+def _refresh(store: KBStore, path: Path, console: Console | None) -> str:
+    """Bring kport's own rules, facts and fixes in a built store up to the installed ones
+    (a kport upgrade changed them): their old chunks replaced, not answering beside the new.
+    '' when they are current; else the one-line note, also printed."""
+    chunks = rule_chunks() + arch_chunks() + fix_chunks()
+
+    def current() -> bool:
+        return not store.missing(chunks) and not store.stale({c.id for c in chunks}, {RULES})
+
+    if current():
+        return ""
+    with store.writer_lock():
+        if current():  # another kport refreshed it while we waited
+            return ""
+        try:
+            counts = store.sync(chunks, {RULES})
+        except (KBError, OSError) as err:
+            raise KBError(f"cannot refresh kport's rules in the knowledge base at {path}: "
+                          f"{_one_line(err)}; nothing was changed (`kport kb build` retries "
+                          "it)") from None
+    note = (f"refreshed kport's rules in the knowledge base at {path}: {counts['added']} "
+            f"chunks added, {counts['removed']} removed (the installed kport's rules changed)")
+    (console or Console(stderr=True, highlight=False)).print(f"kport: {note}", soft_wrap=True,
+                                                             markup=False)
+    return note
 
 
 def _build(store: KBStore, path: Path, console: Console) -> str:

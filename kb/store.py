@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
-from kb.chunks import COLLECTIONS, Chunk, embed_text
+from kb.chunks import COLLECTIONS, Chunk, asked_of, embed_text
 from kb.embed import Embedder
 from runners.errors import KportError
 
@@ -322,6 +322,10 @@ class KBStore:
                 if new:
                     vecs = self.embedder.documents([embed_text(c.title, c.text, c.metadata)
                                                      for c in new])
+                    # The asked phrasings are embedded now, into the embedding cache, so the
+                    # first search (kb.search.BM25Cache, which mixes them into a knowledge
+                    # chunk's vector for questions) does not wait for ~1000 of them.
+                    self.embedder.documents([a for c in new for a in asked_of(c.text)])
                     with self._lock(exclusive=True):
                         col.upsert(ids=[c.id for c in new], embeddings=vecs,
                                    documents=[c.text for c in new],
@@ -331,6 +335,52 @@ class KBStore:
                 if progress:
                     progress(len(part))
         return counts
+
+    def sync(self, chunks: Iterable[Chunk], sources: set[str],
+             progress: Callable[[int], None] | None = None) -> dict[str, int]:
+        """Store ``chunks`` and delete the chunks of ``sources`` not among them, all or none:
+        a source made again from newer files (kport's rules after an upgrade) replaces its old
+        chunks instead of answering beside them. Counts: added, present, removed."""
+        chunks = list(chunks)
+        with self.writing():
+            counts = self._add(chunks, progress, BATCH)
+            counts["removed"] = sum(len(ids) for ids in self._delete(
+                self.stale({c.id for c in chunks}, sources)).values())
+            return counts
+
+    def stale(self, keep: set[str], sources: set[str]) -> dict[str, list[str]]:
+        """The ids of the chunks of ``sources`` that are not in ``keep``, per collection."""
+        out = {}
+        for name in COLLECTIONS:
+            col = self.collection(name)
+            if col is None:
+                continue
+            with self._lock(exclusive=False):
+                ids = [i for src in sorted(sources)
+                       for i in col.get(where={"source": src}, include=[])["ids"] if i not in keep]
+            if ids:
+                out[name] = ids
+        return out
+
+    def missing(self, chunks: list[Chunk]) -> int:
+        """How many of ``chunks`` the store does not hold."""
+        out = 0
+        for name in COLLECTIONS:
+            ids = [c.id for c in chunks if c.collection == name]
+            col = self.collection(name) if ids else None
+            if ids and col is None:
+                out += len(ids)
+            elif ids:
+                with self._lock(exclusive=False):
+                    out += len(ids) - len(col.get(ids=ids, include=[])["ids"])
+        return out
+
+    def _delete(self, ids: dict[str, list[str]]) -> dict[str, list[str]]:
+        for name, some in ids.items():
+            with self._lock(exclusive=True):
+                self.collection(name).delete(ids=some)
+                self._bump(name)
+        return ids
 
     def remove(self, source: str) -> dict[str, int]:
         """Delete every chunk whose source is ``source``, all or none; counts per collection."""

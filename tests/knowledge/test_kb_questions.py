@@ -15,9 +15,18 @@ from evals.bench_kb_questions import (
     recall,
     split_of,
 )
-from kb.chunks import Chunk, fix_chunks, prose_of, rule_chunks
+from kb.answers import answer
+from kb.chunks import Chunk, asked_lines, asked_of, fix_chunks, prose_of, rule_chunks
 from kb.concepts import RuleError, also_called, load_glossary, load_rules
-from kb.search import BM25Cache, code_words, query_terms, query_view, search
+from kb.search import (
+    QUERY_CODE_TOKENS,
+    BM25Cache,
+    Hit,
+    code_words,
+    query_terms,
+    query_view,
+    search,
+)
 from kb.store import KBStore
 
 
@@ -117,6 +126,55 @@ def test_a_question_reads_the_prose_channel_and_code_does_not(tmp_path):
     assert hits and not any("prose" in h.ranks for h in hits)
 
 
+def _asked_store(tmp_path) -> KBStore:
+    """Three rules in the same words, one of them also carrying how its question is asked."""
+    store = KBStore(tmp_path / "kb", create=True)
+    asked = asked_lines(["my kernel hangs forever when only some threads reach the wait",
+                         "deadlock   after an early return"])
+    notes = " ".join(["threadgroup_barrier stops every thread of the threadgroup until each "
+                      "one arrives, and makes its threadgroup memory writes visible."] * 12)
+    store.add([Chunk("rules", f"Threadgroup barrier rule {i}", "\n".join([
+        f"Threadgroup barrier rule {i}", f"{notes} ({i})",  # past the model's 256 tokens:
+        *(asked if i == 1 else [])]), {"source": "t", "rule_id": f"sync.r{i}",  # only the
+                                      "language": "rule"}) for i in range(3)])  # mix sees them
+    return store
+
+
+def test_a_question_asked_as_a_rule_says_finds_that_rule(tmp_path):
+    """For a text question the dense channel reads a chunk's vector with its asked phrasings
+    mixed in: a question in the words of a symptom ranks the rule carrying that symptom first,
+    though the three rules' texts match alike. A CUDA-code query compares with the chunk's own
+    vector, and BM25 does not read the phrasings."""
+    store = _asked_store(tmp_path)
+    hits = search(store, "why does my kernel hang when some threads returned early",
+                  kinds=["rules"], k=3, method="dense", cache_root=tmp_path / "cache")
+    assert hits[0].metadata["rule_id"] == "sync.r1", [h.metadata["rule_id"] for h in hits]
+    assert hits[0].score > hits[1].score + 0.05  # the texts alone score within 0.01
+    code = "__global__ void k(float* y) { __syncthreads(); y[threadIdx.x] = 1.0f; }"
+    hits = search(store, code, kinds=["rules"], k=3, method="dense",
+                  cache_root=tmp_path / "cache")
+    got = store.documents("rules", include_embeddings=True)
+    own = {i: np.asarray(v) / np.linalg.norm(v)
+           for i, v in zip(got["ids"], got["embeddings"], strict=True)}
+    q = np.asarray(store.embedder.query(query_view(code).dense, QUERY_CODE_TOKENS))
+    q /= np.linalg.norm(q)
+    assert all(abs(h.score - float(own[h.id] @ q)) < 1e-5 for h in hits)
+    assert not search(store, "deadlock", kinds=["rules"], k=3, method="bm25",
+                      cache_root=tmp_path / "cache")  # only a phrasing says "deadlock"
+
+
+def test_asked_phrasings_are_searched_not_shown():
+    rule = next(r for r in load_rules() if r.asked)
+    chunk = next(c for c in rule_chunks() if c.metadata["rule_id"] == rule.id)
+    assert asked_of(chunk.text) == [" ".join(a.split()) for a in rule.asked]
+    hit = Hit(chunk.id, "rules", chunk.title, 1.0, chunk.text, chunk.metadata)
+    assert not any(a in json.dumps(answer(hit)) for a in asked_of(chunk.text))
+    fact = Chunk("arch", "F1", "\n".join(["SIMD-group = 32 threads.", *asked_lines(["simd?"])]),
+                 {"arch_id": "F99"})
+    got = answer(Hit(fact.id, "arch", fact.title, 1.0, fact.text, fact.metadata))
+    assert got["text"] == "SIMD-group = 32 threads."
+
+
 def test_dense_search_is_exact_and_the_same_every_time(tmp_path):
     """The dense channel scores every chunk by its cosine with the query (chromadb's approximate
     index left out a nearest chunk now and then, and rankings changed between processes)."""
@@ -185,10 +243,10 @@ def test_a_question_in_words_finds_the_rule_written_in_code(built_store, tmp_pat
         assert answers & {h.metadata.get("rule_id") for h in hits}, question
 
 
-# Measured 0.851 (63 of 74) on a fresh build (docs/kb.md, "Questions", fourth round); issue 18
+# Measured 0.865 (64 of 74) on a fresh build (docs/kb.md, "Questions", fifth round); issue 18
 # asks for 0.9, not reached yet. One question below it: the floor allows for document vectors
 # computed on another CPU.
-HELD_OUT_RECALL_AT_3 = 0.83
+HELD_OUT_RECALL_AT_3 = 0.85
 
 
 @pytest.mark.slow  # searches the whole knowledge base, built once (tests/tiers.py)

@@ -113,3 +113,41 @@ def test_an_existing_kb_is_used_as_it_is(built_home):
 
     store, note = ready_store(load_settings(env={"KPORT_HOME": str(built_home)}))
     assert note == "" and store.has_chunks()
+
+
+@pytest.mark.slow  # builds the whole knowledge base (tests/tiers.py)
+def test_rules_an_upgrade_changed_are_replaced_not_answered_beside(tmp_path):
+    """A KB built by an older kport (one rule, one fact worded otherwise) is brought up to the
+    installed rules on first use: the old chunks removed, the current ones added, one note;
+    a user's own chunks stay. `kport kb build` replaces them the same way."""
+    from kb.chunks import RULES, Chunk
+    from kb.ready import default_chunks
+    from kb.store import KBStore
+
+    def older(c: Chunk) -> Chunk:
+        return Chunk(c.collection, c.title, c.text + "\nas an older kport worded it", c.metadata)
+
+    home = tmp_path / "home"
+    chunks = default_chunks()
+    rule = next(c for c in chunks if c.metadata.get("rule_id") == "warp.shfl_down")
+    fact = next(c for c in chunks if c.metadata.get("arch_id") == "F3")
+    mine = Chunk("docs", "my notes", "how we port warp shuffles", {"source": "mine"})
+    KBStore(home / "kb", create=True).add(
+        [c for c in chunks if c not in (rule, fact)] + [older(rule), older(fact), mine])
+    proc = subprocess.run([*KPORT, "kb", "search", "warp shuffle down", "-k", "3", "--json"],
+                          cwd=ROOT, env=_env(home), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert "refreshed kport's rules" in proc.stderr and "2 chunks added, 2 removed" in proc.stderr
+    ids = {i for n in ("rules", "arch", "docs") for i in KBStore(home / "kb").documents(n)["ids"]}
+    assert {rule.id, fact.id, mine.id} <= ids
+    assert not ids & {older(rule).id, older(fact).id}
+    again = subprocess.run([*KPORT, "kb", "search", "warp", "-k", "1"], cwd=ROOT,
+                           env=_env(home), capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "refreshed" not in again.stderr, again.stderr
+
+    KBStore(home / "kb").add([older(rule)])
+    build = subprocess.run([*KPORT, "kb", "build"], cwd=ROOT, env=_env(home),
+                           capture_output=True, text=True, timeout=600)
+    assert build.returncode == 0 and "1 outdated removed" in build.stderr, build.stderr
+    assert older(rule).id not in KBStore(home / "kb").documents("rules")["ids"]
+    assert KBStore(home / "kb").stale({c.id for c in chunks}, {RULES}) == {}
