@@ -94,7 +94,8 @@ def ready_store(settings, console: Console | None = None) -> tuple[KBStore, str]
 def _refresh(store: KBStore, path: Path, console: Console | None) -> str:
     """Bring kport's own rules, facts and fixes in a built store up to the installed ones
     (a kport upgrade changed them): their old chunks replaced, not answering beside the new.
-    '' when they are current; else the one-line note, also printed."""
+    '' when they are current; else the one-line note, also printed. A store that cannot be
+    written (all or nothing: it is left as it was) is searched as it is, and the note says so."""
     chunks = rule_chunks() + arch_chunks() + fix_chunks()
 
     def current() -> bool:
@@ -107,12 +108,14 @@ def _refresh(store: KBStore, path: Path, console: Console | None) -> str:
             return ""
         try:
             counts = store.sync(chunks, {RULES})
-        except (KBError, OSError) as err:
-            raise KBError(f"cannot refresh kport's rules in the knowledge base at {path}: "
-                          f"{_one_line(err)}; nothing was changed (`kport kb build` retries "
-                          "it)") from None
-    note = (f"refreshed kport's rules in the knowledge base at {path}: {counts['added']} "
-            f"chunks added, {counts['removed']} removed (the installed kport's rules changed)")
+        except Exception as err:  # noqa: BLE001 - a read-only or full disk, chromadb's errors
+            note = (f"kport's rules in the knowledge base at {path} are not the installed ones "
+                    f"and could not be refreshed ({_one_line(err)}); searching it as it is "
+                    "(`kport kb build` retries)")
+        else:
+            note = (f"refreshed kport's rules in the knowledge base at {path}: "
+                    f"{counts['added']} chunks added, {counts['removed']} removed (the "
+                    "installed kport's rules changed)")
     (console or Console(stderr=True, highlight=False)).print(f"kport: {note}", soft_wrap=True,
                                                              markup=False)
     return note
