@@ -31,8 +31,9 @@ ENV_VARS: dict[str, str] = {
     "KPORT_SIM_TIMEOUT": "seconds a simulated launch may run before it is killed (default 60)",
     "KPORT_SIM_CHECKS": "'full' (bounds, races, uninitialised reads; default), 'fast' (none), "
                         "or a comma list of bounds, race, uninit",
-    "KPORT_SIM_WORK_ITEMS": "'auto' (default: barrier kernels run in work-item loops where "
-                            "provably safe) or 'off' (fibers, as before; for comparisons)",
+    "KPORT_SIM_WORK_ITEMS": "'auto' (default: kernels run in work-item loops where provably "
+                            "safe) or 'off' (fibers, or the plain thread loop for kernels "
+                            "without barriers; for comparisons)",
     "KPORT_COMPILE_TIMEOUT": "seconds one simulator compile may take before it fails (default 120)",
     "KPORT_UNSANDBOXED": "1: run outside code even where the OS gives no jail (unsafe; recorded)",
     "KPORT_BUILD_CACHE": "where compiled simulator kernels are kept (default "

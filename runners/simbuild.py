@@ -47,9 +47,12 @@ KERNEL_FLAGS = (
 # TSan's own runtime; line tables let findings name source lines.
 # No vectorizing in checked builds: a vector access spans several simulated threads, and the
 # hooks must see each thread's own access to attribute it. No function entry/exit hooks: the
-# checks do not use them.
+# checks do not use them. A read that a write to the same address follows is instrumented too:
+# by default ThreadSanitizer leaves it to the write, and an uninitialised `s[t] += v` went
+# unreported (costs the benchmark's scan 40%; docs/simulators.md).
 CHECKED_FLAGS = ("-Xclang", "-fsanitize=thread", "-gline-tables-only", "-fno-vectorize",
-                 "-fno-slp-vectorize", "-mllvm", "-tsan-instrument-func-entry-exit=0")
+                 "-fno-slp-vectorize", "-mllvm", "-tsan-instrument-func-entry-exit=0",
+                 "-mllvm", "-tsan-instrument-read-before-write=1")
 # The instrumentation runs last in clang's pipeline, so its hook calls stay calls. Checked
 # builds therefore stop at LLVM IR and optimise it again: the hooks kport/checks.h defines
 # (an inline bounds check, the rest in the runtime) are inlined at every access.
@@ -285,8 +288,9 @@ def build_modes(tu: str, regions: str | None, needs_sync: bool, *, checked: bool
                 dialect: str = "metal", settings: Settings | None = None,
                 vetting: Vetting | None = None, count: bool = False) -> tuple[Build, str]:
     """(the build, how it runs a group: workitems.MODE_*): ``regions``, the kernel in
-    work-item loops, when it is given and compiles; else ``tu`` (fibers when ``needs_sync``),
-    whose diagnostics are the user's."""
+    work-item loops (one loop for a kernel without barriers), when it is given and compiles;
+    else ``tu`` (fibers when ``needs_sync``, else the plain thread loop), whose diagnostics are
+    the user's."""
     settings = settings or load_settings()
     if regions is not None and settings.sim_work_items == "auto":
         build = build_kernel(regions, checked=checked, dialect=dialect, settings=settings,

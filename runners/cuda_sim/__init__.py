@@ -232,11 +232,12 @@ class RawKernel:
     def _work_items(self, code: str) -> str | None:
         """The TU with the kernel in work-item loops (runners/workitems.py), or None where it
         keeps fibers (a warp function, cooperative groups, CUB, a barrier it cannot place)."""
-        if {m[0] for m in _SYNC.finditer(code)} != {"__syncthreads"}:
+        rewritten = self._rewritten(code)  # PTX lowered: `shfl.sync` is a warp function
+        if {m[0] for m in _SYNC.finditer(rewritten)} - {"__syncthreads"}:
             return None
         try:
             formed = workitems.form_regions(
-                self._rewritten(code), self.name.split("<")[0].strip(), language="cuda",
+                rewritten, self.name.split("<")[0].strip(), language="cuda",
                 barrier="__syncthreads", uniform=_GROUP_BUILTINS, varying={},
                 per_thread=frozenset({"threadIdx"}))
         except workitems.NotFormed:

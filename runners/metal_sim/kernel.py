@@ -25,6 +25,10 @@ MAX_THREADS_PER_THREADGROUP = limits.METAL_MAX_THREADS_PER_THREADGROUP
 THREADGROUP_MEMORY = 32768  # bytes per threadgroup on Apple GPUs
 _SYNC = re.compile(r"\b(threadgroup_barrier|simdgroup_barrier|simd_\w+|quad_\w+|"
                    r"simdgroup_multiply\w*)\b")
+# simdgroup_load / simdgroup_store and a diagonal simdgroup_matrix read the calling thread's
+# lane from the runtime's thread state (kport/metal/simdgroup_matrix.h), which work-item loops
+# keep in registers: such kernels run in the plain thread loop.
+_SIMDGROUP_MATRIX = re.compile(r"\bsimdgroup_(load|store|matrix|float8x8|half8x8|bfloat8x8)\b")
 
 
 # Attributes that differ between the threads of a group (work-item loops recompute them).
@@ -185,9 +189,8 @@ class MetalKernel:
         """The rewritten kernel in work-item loops (runners/workitems.py); NotFormed when it
         keeps fibers: a SIMD-group function, or a barrier in the header."""
         syncs = {m[0] for m in _SYNC.finditer(self.header + self.source)}
-        if not syncs:
-            raise workitems.NotFormed("no barrier: the plain thread loop runs it")
-        if syncs != {"threadgroup_barrier"} or _SYNC.search(self.header):
+        if (syncs - {"threadgroup_barrier"} or _SYNC.search(self.header)
+                or _SIMDGROUP_MATRIX.search(self.header + self.source)):
             raise workitems.NotFormed("SIMD-group functions, or a barrier in the header")
         varying = {a: f"const {t} {a} = {codegen.ATTRIBUTE_VALUES[a]};" for a, t in attributes
                    if a in _THREAD_ATTRIBUTES}

@@ -1,6 +1,7 @@
 """KPORT_SIM_CHECKS picks the checks a checked launch makes: bounds, race, uninit, any list of
 them, or full (all three). One kernel with one finding of each kind shows that each mode reports
-its own kinds and only those, in a thread loop and in work-item loops."""
+its own kinds and only those, in work-item loops (with and without barriers) and in the plain
+thread loop."""
 
 import numpy as np
 import pytest
@@ -26,11 +27,14 @@ FOUND = {"bounds": {("out_of_bounds", 6)}, "race": {("race", 5)},
          "uninit": {("uninitialized", 5)}}
 
 
-@pytest.mark.parametrize("source, mode", [(LOOP, "thread loop"), (REGIONS, "work-item loops")])
+@pytest.mark.parametrize("source, work_items, mode", [
+    (LOOP, "off", "thread loop"), (LOOP, "auto", "work-item loops"),
+    (REGIONS, "auto", "work-item loops")])
 @pytest.mark.parametrize("checks", ["full", "bounds", "race", "uninit", "bounds,race",
                                     "race,uninit"])
-def test_each_mode_reports_its_own_kinds(monkeypatch, source, mode, checks):
+def test_each_mode_reports_its_own_kinds(monkeypatch, source, work_items, mode, checks):
     monkeypatch.setenv("KPORT_SIM_CHECKS", checks)
+    monkeypatch.setenv("KPORT_SIM_WORK_ITEMS", work_items)
     run = RawKernel(source, "bad").launch((1,), (64,), (np.zeros(64, np.int32),))
     assert run.compiled and run.mode == mode, (run.diagnostics, run.mode)
     names = FOUND if checks == "full" else checks.split(",")

@@ -145,3 +145,23 @@ def test_multiply_needs_all_32_lanes():
     with pytest.raises(KernelFault) as err:
         run(src, {"A": _mx(A)}, [(8, 8)], tg=16, init_value=0)
     assert "divergence" in {f.kind for f in err.value.findings}
+
+
+def test_a_diagonal_matrix_without_loads_or_stores_has_each_lane_s_elements():
+    """A kernel whose only SIMD-group code is a diagonal simdgroup_matrix, read back through
+    thread_elements: its constructor reads the lane from the runtime's thread state, so it
+    keeps the plain thread loop (in a work-item loop every lane saw one lane's place)."""
+    src = """
+    uint l = thread_index_in_simdgroup;
+    simdgroup_float8x8 d(2.0f);
+    out0[2 * l] = d.thread_elements()[0];
+    out0[2 * l + 1] = d.thread_elements()[1];
+    """
+    (out,) = run(src, {}, [(64,)])
+    (ref,) = run("""
+    simdgroup_float8x8 d(2.0f);
+    simdgroup_store(d, out0);
+    """, {}, [(8, 8)])
+    np.testing.assert_array_equal(ref, 2.0 * np.eye(8, dtype=np.float32))
+    assert sorted(out.tolist()) == sorted(ref.ravel().tolist())  # the same 64 elements
+    assert out.sum() == 16.0

@@ -228,7 +228,10 @@ def test_collectives_and_plain_kernels_keep_their_modes():
     run = _cuda(shfl, (1,), (32,), np.zeros(32, np.float32))
     assert run.ok and run.mode == FIBERS
     plain = r"""extern "C" __global__ void k(float* y) { y[threadIdx.x] = 2.0f; }"""
-    assert _cuda(plain, (1,), (32,), np.zeros(32, np.float32)).mode == LOOP
+    # without barriers: one work-item loop; the plain thread loop where that is not formed
+    assert _cuda(plain, (1,), (32,), np.zeros(32, np.float32)).mode == REGIONS
+    changes = plain.replace("float* y) {", "float* y) { y += 0;")
+    assert _cuda(changes, (1,), (32,), np.zeros(32, np.float32)).mode == LOOP
 
 
 def test_a_region_build_that_does_not_compile_falls_back_to_fibers():
@@ -333,8 +336,9 @@ def test_a_reference_local_inside_one_region_is_formed():
 
 # Thread (5, 2) of group 1 reads 1024 floats past the end of `x`: in fast mode that faults in
 # the buffer's guard region, in full mode the bounds check reports it; either way the finding
-# names that thread, in work-item loops (one store of the index a work-item) and without
-# barriers (the plain thread loop), in both dialects.
+# names that thread, in work-item loops (one store of the index a work-item; without
+# barriers, one such loop) and in the plain thread loop (work-item loops off), in both
+# dialects.
 CUDA_BAD_READ = r"""extern "C" __global__ void k(const float* x, float* y, int n) {
   __shared__ float s[64];
   int t = threadIdx.y * 16 + threadIdx.x;
@@ -361,11 +365,14 @@ def _no_barrier(code: str) -> str:
 
 @pytest.mark.parametrize("checks", ["fast", "full"])
 @pytest.mark.parametrize("dialect", ["cuda", "metal"])
-@pytest.mark.parametrize("barrier", [True, False])
-def test_a_bad_access_names_its_thread(monkeypatch, checks, dialect, barrier):
+@pytest.mark.parametrize("barrier, work_items, mode", [
+    (True, "auto", REGIONS), (False, "auto", REGIONS), (False, "off", LOOP)])
+def test_a_bad_access_names_its_thread(monkeypatch, checks, dialect, barrier, work_items,
+                                       mode):
     import mlx.core as mx
 
     monkeypatch.setenv("KPORT_SIM_CHECKS", checks)
+    monkeypatch.setenv("KPORT_SIM_WORK_ITEMS", work_items)
     x = np.arange(64, dtype=np.float32)
     if dialect == "cuda":
         code = CUDA_BAD_READ if barrier else _no_barrier(CUDA_BAD_READ)
@@ -375,7 +382,7 @@ def test_a_bad_access_names_its_thread(monkeypatch, checks, dialect, barrier):
         run = metal_kernel("wibad", ["x", "n"], ["y"], src).launch(
             inputs=[x, mx.array(64, dtype=mx.int32)], output_shapes=[(128,)],
             output_dtypes=[mx.float32], grid=(32, 4, 1), threadgroup=(16, 4, 1))
-    assert run.mode == (REGIONS if barrier else LOOP)
+    assert run.mode == mode
     bad = [f for f in run.findings if f.kind == "out_of_bounds"]
     assert bad and "'x'" in bad[0].message, run.findings
     assert (bad[0].thread, bad[0].group) == ((5, 2, 0), (1, 0, 0)), bad[0]
@@ -416,13 +423,16 @@ def test_locals_from_the_thread_position_keep_their_values(body, want):
 
 
 @pytest.mark.parametrize("dialect", ["cuda", "metal"])
-def test_a_crash_in_a_loop_the_compiler_could_vectorise_names_its_thread(monkeypatch, dialect):
+@pytest.mark.parametrize("work_items, mode", [("auto", REGIONS), ("off", LOOP)])
+def test_a_crash_in_a_loop_the_compiler_could_vectorise_names_its_thread(monkeypatch, dialect,
+                                                                         work_items, mode):
     # `x` ends at a guard page: thread 37 is the first to read past it (x[64]). A loop over
     # the threads vectorised by the compiler would fault for threads 36..39 at once, so the
-    # index each thread stores must stay, one store a thread.
+    # index each thread stores must stay, one store a thread (work-item loop or plain loop).
     import mlx.core as mx
 
     monkeypatch.setenv("KPORT_SIM_CHECKS", "fast")
+    monkeypatch.setenv("KPORT_SIM_WORK_ITEMS", work_items)
     x = np.arange(64, dtype=np.float32)
     if dialect == "cuda":
         code = r"""extern "C" __global__ void k(const float* x, float* y) {
@@ -434,7 +444,7 @@ def test_a_crash_in_a_loop_the_compiler_could_vectorise_names_its_thread(monkeyp
                            "y[i] = x[i + 27] * 2.0f;").launch(
             inputs=[x], output_shapes=[(64,)], output_dtypes=[mx.float32], grid=(64, 1, 1),
             threadgroup=(64, 1, 1))
-    assert run.mode == LOOP
+    assert run.mode == mode
     bad = [f for f in run.findings if f.kind == "out_of_bounds"]
     assert bad and "'x'" in bad[0].message and bad[0].thread == (37, 0, 0), run.findings
 

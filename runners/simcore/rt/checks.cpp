@@ -4,6 +4,7 @@
 // between two barriers, and reads of threadgroup memory no thread of the group has written.
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "runtime.h"
 
@@ -41,33 +42,45 @@ static inline void raise_to(int64_t* at, int64_t v) {
 }
 
 // Matches no access: where the last views point before the first hit, and always when counting.
-static __kp_view g_no_view = {0, 0, {0, 0}, {0, 0}, 0};
+static __kp_view g_no_view = {0, {0, 0}, {0, 0}, {0, 0}};
 
 void checks_worker_setup(Worker* w) {
-  w->views.assign(g_launch.args.size(), __kp_view{0, 0, {INT64_MAX, INT64_MAX},
-                                                  {INT64_MIN, INT64_MIN}, 0});
+  w->views.assign(g_launch.args.size(), __kp_view{0, {0, 0}, {INT64_MAX, INT64_MAX},
+                                                  {INT64_MIN, INT64_MIN}});
   w->fast_views = g_launch.count ? 0 : w->views.size();  // counters see every access
   for (size_t i = 0; i < g_launch.args.size(); i++) {
     const Arg& a = g_launch.args[i];
-    w->views[i].data = (uintptr_t)a.data, w->views[i].bytes = a.bytes;
-    w->views[i].writable = a.writes_back;
+    w->views[i].data = (uintptr_t)a.data;
+    w->views[i].size[0] = a.bytes, w->views[i].size[1] = a.writes_back ? a.bytes : 0;
   }
   w->last_view = g_launch.view_slots();
   for (int k = 0; k < 4; k++) w->last_view[k] = &g_no_view;
-  // Every word is the runtime's until a variable covers it whole (checks_var_added).
-  w->words.assign(w->tg_capacity / 4 + 4, __kp_tg_word{0, 0, 0, 0, 0, 0, UINT32_MAX});
-  w->bytes.assign(w->tg_capacity, __kp_tg_word{});
+  // The records, zero pages until touched: setting up megabytes of them cost a checked launch
+  // 1.5 ms a worker. The inline checks see the words up to the last variable's end
+  // (checks_var_added), so the records past it are never read before they are set.
+  const size_t words = w->tg_capacity / 4 + 4;
+  void* m = mmap(nullptr, (words + w->tg_capacity) * sizeof(__kp_tg_word),
+                 PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED)
+    finish_fatal(__KP_F_LIMIT, 0, "cannot map the threadgroup-memory records", nullptr, nullptr);
+  w->words = (__kp_tg_word*)m;
+  w->bytes = w->words + words;
   __kp_tg_check& c = w->tg_check;
   c.arena = (uintptr_t)w->tg_arena;
-  c.bytes = g_launch.count ? 0 : w->tg_capacity;  // counters see every access
-  c.words = w->words.data();
+  c.bytes = 0;  // and 0 all along when counting: counters see every access
+  c.words = w->words;
   c.simd_epoch = w->simd_epoch.data();
   c.track = g_launch.check_race || g_launch.check_uninit;
   *g_launch.tg_slot() = &c;
 }
 
+// The words up to the variable's end (rounded up to 16 bytes) and 4 more (a 16-byte access at
+// the last word reads 4 records) start as the runtime's; its whole words go to the inline checks.
 void checks_var_added(Worker* w, const TgVar& v) {
-  for (size_t i = v.offset / 4; i < (v.offset + v.size) / 4; i++) w->words[i].slow = 0;
+  const size_t end = (v.offset + v.size) / 4, seen = (end + 3) / 4 * 4;
+  for (; w->words_ready < seen + 4; w->words_ready++) w->words[w->words_ready].slow = UINT32_MAX;
+  for (size_t i = v.offset / 4; i < end; i++) w->words[i].slow = 0;
+  if (!g_launch.count && seen * 4 > w->tg_check.bytes) w->tg_check.bytes = seen * 4;
 }
 
 // A group starts two epochs on: group_epoch, between the two, is no barrier interval's, so
@@ -76,8 +89,11 @@ void checks_var_added(Worker* w, const TgVar& v) {
 void checks_group_start(Worker* w) {
   __kp_tg_check& c = w->tg_check;
   if (c.epoch > 0x80000000u) {
-    for (__kp_tg_word& r : w->words) r = __kp_tg_word{0, 0, 0, 0, 0, 0, r.slow == UINT32_MAX ? r.slow : 0};
-    for (__kp_tg_word& r : w->bytes) r = __kp_tg_word{};
+    for (size_t i = 0; i < w->words_ready; i++) {
+      __kp_tg_word& r = w->words[i];
+      r = __kp_tg_word{0, 0, 0, 0, 0, 0, r.slow == UINT32_MAX ? r.slow : 0};
+    }
+    memset(w->bytes, 0, w->tg_capacity * sizeof(__kp_tg_word));
     c.epoch = 0;
   }
   c.epoch += 2;
@@ -308,8 +324,8 @@ static __attribute__((noinline)) void access_slow(Worker* w, uintptr_t a, size_t
 }
 
 static inline bool in_view(const __kp_view* v, uintptr_t a, size_t n, bool write) {
-  uintptr_t off = a - v->data;
-  return off < v->bytes && n - 1 < v->bytes - off && (v->writable || !write);
+  uintptr_t off = a - v->data, size = v->size[write];
+  return off < size && n - 1 < size - off;
 }
 
 // The hot path: an in-bounds access (n > 0) to a buffer (the one the last read or write hit

@@ -156,7 +156,8 @@ State* state_of(Worker* w) {
     s->serial = w->group_serial;
     s->t.v[C_GROUPS]++;
     s->t.v[C_THREADS] += w->n;
-    s->t.v[C_TG_BYTES] = std::max<uint64_t>(s->t.v[C_TG_BYTES], w->tg_used + g_launch.dyn_smem);
+    s->t.v[C_TG_BYTES] = std::max<uint64_t>(s->t.v[C_TG_BYTES],
+                                            w->tg_used - w->tg_first + g_launch.dyn_smem);
   }
   return s;
 }

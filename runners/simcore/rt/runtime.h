@@ -79,11 +79,15 @@ struct Worker {
   uint32_t simd_waiting = 0;         // threads blocked at a collective since the last resolve
   unsigned char* tg_arena = nullptr;  // threadgroup memory (+ redzones in checked mode)
   size_t tg_capacity = 0, tg_used = 0, tg_limit = 0;
+  size_t tg_first = 0;               // where the first variable goes (a redzone when checked)
   std::vector<TgVar> tg_vars;
   unsigned char* dyn_smem = nullptr;
   // Checked mode, race and uninitialised-read state (rt.h): a record a 4-byte word of the
-  // arena, and a record a byte for the words accessed in parts during the group.
-  std::vector<__kp_tg_word> words, bytes;
+  // arena (tg_capacity / 4 + 4), and a record a byte (tg_capacity) for the words accessed in
+  // parts during the group; one mapping, zero until touched (checks.cpp).
+  __kp_tg_word* words = nullptr;
+  __kp_tg_word* bytes = nullptr;
+  size_t words_ready = 0;            // words[0, words_ready) are set up (checks_var_added)
   __kp_tg_check tg_check = {};       // the inline checks' view; its epochs are the group's
   std::vector<__kp_view> views;      // checked mode: one per argument (buffers used)
   size_t fast_views = 0;             // views the hot path tries (none when counting)

@@ -25,10 +25,12 @@ void worker_setup(Worker* w) {
   uint32_t nsimd = (n + __KP_SIMD_WIDTH - 1) / __KP_SIMD_WIDTH;
   w->simd_snap.assign(nsimd, std::vector<unsigned char>(__KP_SIMD_WIDTH * __KP_SLOT_BYTES));
   w->simd_epoch.assign(nsimd, 0);
-  // Arena: room for the limit, plus redzones between variables when checked.
+  // Arena: room for the limit, plus redzones between variables when checked, and one before
+  // the first (an access just before it is then reported, not made outside the arena).
   w->tg_limit = g_launch.tg_mem_limit;
   w->tg_capacity = g_launch.tg_mem_limit * (g_launch.checked ? 2 : 1) + 64 * kTgRedzone;
   w->tg_arena = (unsigned char*)aligned_alloc(64, (w->tg_capacity + 63) / 64 * 64);
+  w->tg_first = w->tg_used = g_launch.checked ? kTgRedzone : 0;
   if (g_launch.dyn_smem)
     w->dyn_smem = (unsigned char*)aligned_alloc(64, (g_launch.dyn_smem + kTgRedzone + 63) / 64 * 64);
   if (g_launch.checked) {

@@ -8,6 +8,15 @@
 // rt/checks.cpp). Their own memory accesses go through __KP_RT, so they are not instrumented.
 #pragma once
 
+// off / A, with off's remainder rotated into the top bits: below M / A exactly when off is a
+// multiple of A and below M (M a multiple of A). One compare checks alignment and range.
+template <unsigned A>
+static inline __attribute__((always_inline)) uintptr_t __kp_rot(uintptr_t off) {
+  constexpr unsigned s = A == 16 ? 4 : A == 8 ? 3 : A == 4 ? 2 : A == 2 ? 1 : 0;
+  if constexpr (s == 0) return off;
+  else return off >> s | off << (64 - s);
+}
+
 // The race and uninitialised-read records of N / 4 words at r: true when the access needs no
 // report (they are updated then), false when the runtime must decide.
 template <unsigned N, bool WRITE>
@@ -20,26 +29,22 @@ static inline __attribute__((always_inline)) bool __kp_tg_track(__kp_tg_word __K
       return false;
     if (WRITE && r[k].r_epoch == epoch && r[k].r_thread != me1) return false;
   }
-  const uint32_t se = ((const uint32_t __KP_RT*)c->simd_epoch)[me / __KP_SIMD_WIDTH];
+  // Without fibers (thread and work-item loops) no SIMD-group collective runs: every SIMD
+  // group's sync count stays 0, as the records' do, so there is none to read or store.
+  const uint32_t se =
+      __KP_NEEDS_SYNC ? ((const uint32_t __KP_RT*)c->simd_epoch)[me / __KP_SIMD_WIDTH] : 0;
   for (unsigned k = 0; k < N / 4; k++) {
     if (WRITE) {
-      r[k].w_epoch = epoch, r[k].w_thread = me1, r[k].w_simd = se;
+      r[k].w_epoch = epoch, r[k].w_thread = me1;
+      if (__KP_NEEDS_SYNC) r[k].w_simd = se;
     } else {  // a second reader in the interval makes it "several" (0xFFFF)
       const bool other = (r[k].r_epoch == epoch) & (r[k].r_thread != me1);
-      r[k].r_epoch = epoch, r[k].r_thread = other ? 0xFFFF : me1, r[k].r_simd = se;
+      r[k].r_epoch = epoch, r[k].r_thread = other ? 0xFFFF : me1;
+      if (__KP_NEEDS_SYNC) r[k].r_simd = se;
       if (other && r[k].w_epoch != epoch) r[k].shared = epoch;  // written before this interval
     }
   }
   return true;
-}
-
-// Writes call it out of line (reads inline it): inlined at every write too, it lengthened a
-// checked compile of the benchmark's reduction by about 50 ms and made none of its kernels
-// measurably faster.
-template <unsigned N>
-static __attribute__((noinline)) bool __kp_tg_track_write(__kp_tg_word __KP_RT* r,
-                                                          const __kp_tg_check __KP_RT* c) {
-  return __kp_tg_track<N, true>(r, c);
 }
 
 // Threadgroup memory, N >= 4 bytes at p: true when the access needs nothing more.
@@ -50,7 +55,8 @@ static inline __attribute__((always_inline)) bool __kp_tg_settled(uintptr_t p) {
   } else {
     const __kp_tg_check __KP_RT* c = *(__kp_tg_check __KP_RT* __KP_RT*)&__kp_tg_state;
     const uintptr_t off = p - c->arena;  // the words array has 4 words to spare past the end
-    if (off >= c->bytes || (off & ((ALIGNED ? N : 4) - 1)) != 0) return false;
+    constexpr unsigned A = ALIGNED ? N : 4;  // c->bytes is a multiple of 16
+    if (__kp_rot<A>(off) >= c->bytes / A) return false;
     __kp_tg_word __KP_RT* r = (__kp_tg_word __KP_RT*)c->words + off / 4;
     if constexpr (!WRITE) {  // most reads of a word many threads read (a matmul's tiles)
       bool shared = true;
@@ -61,19 +67,20 @@ static inline __attribute__((always_inline)) bool __kp_tg_settled(uintptr_t p) {
     for (unsigned k = 0; k < N / 4; k++)
       if (r[k].slow >= first) return false;
     if (!c->track) return true;
-    if constexpr (WRITE) return __kp_tg_track_write<N>(r, c);
-    else return __kp_tg_track<N, false>(r, c);
+    return __kp_tg_track<N, WRITE>(r, c);
   }
 }
 
 // A buffer, N bytes at p: true when the access lies in the buffer the last read (or write)
 // hit (K = 0) or the one before (K = 2) and may be made there; its extents are widened.
+// Aligned: within the buffer and a multiple of N from its start (64-byte aligned) is one
+// compare, a multiple of N below the size rounded down to N being exactly the offsets whose
+// N bytes fit.
 template <unsigned N, bool WRITE, bool ALIGNED, unsigned K>
 static inline __attribute__((always_inline)) bool __kp_view_settled(uintptr_t p) {
   __kp_view __KP_RT* v = ((__kp_view __KP_RT* __KP_RT*)__kp_last_view)[K + WRITE];
-  const uintptr_t off = p - v->data;
-  if (!(off < v->bytes && N - 1 < v->bytes - off && (!WRITE || v->writable) &&
-        (!ALIGNED || (p & (N - 1)) == 0)))
+  const uintptr_t off = p - v->data, size = v->size[WRITE];
+  if (ALIGNED ? __kp_rot<N>(off) >= size / N : !(off < size && N - 1 < size - off))
     return false;
   if ((int64_t)off < v->lo[WRITE]) v->lo[WRITE] = (int64_t)off;
   if ((int64_t)(off + N) > v->hi[WRITE]) v->hi[WRITE] = (int64_t)(off + N);

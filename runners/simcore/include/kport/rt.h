@@ -101,9 +101,10 @@ size_t __kp_dyn_smem_size(void);
 // points each worker's __kp_last_view[0] / [1] at the buffer the last read / write hit, and
 // [2] / [3] at the one before (kernels that read two buffers in turn: a matmul's A and B).
 struct __kp_view {
-  uintptr_t data, bytes;   // the buffer's own bytes
+  uintptr_t data;          // the buffer's own bytes start here
+  uintptr_t size[2];       // bytes a read [0] / a write [1] may reach: the buffer's; 0 for
+                           // writes to an input (they go to the runtime, which reports them)
   int64_t lo[2], hi[2];    // lowest start and highest end offset reached: [0] reads, [1] writes
-  uintptr_t writable;      // 0: an input (writes go to the runtime, which reports them)
 };
 // Checked builds: the race and uninitialised-read state of one 4-byte word of threadgroup
 // memory (and, in the runtime, of one byte of a word accessed a byte at a time). Epochs count

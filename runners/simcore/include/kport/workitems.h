@@ -69,18 +69,30 @@ static inline void __kp_wi_sync(__kp_thread __KP_RT* g, const unsigned char __KP
   __kp_wi_barrier(line, column, n - done, done);
 }
 
-// A live local copied from (`in`) or to its thread's slot of a per-thread array. Scalars and
-// vectors (Metal's uint2, float4, ...) go through __KP_RT, so checked builds do not check
-// these copies; classes and arrays are copied bytewise (a memcpy, which the hooks see).
+// Classes and arrays: checked builds copy them in a function the instrumentation leaves alone
+// (a memcpy it saw made two runtime calls: about a tenth of FlashAttention's time, whose three
+// 32-float arrays live across its barriers); neither side is memory a check or counter is about.
+#ifdef __KP_INSTRUMENTED
+static __KP_NOSAN __attribute__((noinline)) void __kp_wi_copy(void* to, const void* from,
+                                                             size_t n) {
+  __builtin_memcpy(to, from, n);
+}
+#else
+#define __kp_wi_copy __builtin_memcpy
+#endif
+
+// A live local copied from (`in`) or to its thread's slot of a per-thread array: the thread's
+// own variable and kport's memory, so checked builds check neither side. Scalars and vectors
+// (Metal's uint2, float4, ...) go through __KP_RT, classes and arrays through __kp_wi_copy.
 #define __KP_WI_PLAIN(T) (!__is_class(T) && !__is_union(T) && !__is_array(T))
 template <class T>
 static inline __attribute__((always_inline)) void __kp_wi_in(T* local, const T* slot) {
   if constexpr (__KP_WI_PLAIN(T)) *(__remove_cv(T)*)local = *(const T __KP_RT*)slot;
-  else __builtin_memcpy((void*)local, (const void*)slot, sizeof(T));
+  else __kp_wi_copy((void*)local, (const void*)slot, sizeof(T));
 }
 template <class T>
 static inline __attribute__((always_inline)) void __kp_wi_out(T* slot, const T* local) {
   if constexpr (__KP_WI_PLAIN(T)) *(__remove_cv(T) __KP_RT*)slot = *local;
-  else __builtin_memcpy((void*)slot, (const void*)local, sizeof(T));
+  else __kp_wi_copy((void*)slot, (const void*)local, sizeof(T));
 }
 #undef __KP_WI_PLAIN
