@@ -53,15 +53,31 @@ def resolve_model(name: str | None) -> str:
     return str(Path(name).expanduser().resolve()) if Path(name).expanduser().exists() else name
 
 
+@contextlib.contextmanager
+def _offline():
+    """Hugging Face offline for the block, whatever the user's env (never download at run
+    time), its progress bars off (kport shows its own); the process's environment restored
+    after, whole: importing torch also sets variables (KMP_*, TORCHINDUCTOR_CACHE_DIR), and
+    loading the model leaves no trace in what kport's children inherit (the libraries read
+    these on import and on load, both inside the block)."""
+    saved = dict(os.environ)
+    os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    try:
+        yield
+    finally:
+        if dict(os.environ) != saved:
+            os.environ.clear()
+            os.environ.update(saved)
+
+
 @functools.cache
 def _sentence_transformer(path: str):
-    os.environ["HF_HUB_OFFLINE"] = "1"  # never download at run time, whatever the user's env
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # kport shows its own progress
-    from sentence_transformers import SentenceTransformer  # lazy: it loads torch (seconds)
-
     try:
-        return SentenceTransformer(path, device="cpu")
+        with _offline():
+            from sentence_transformers import SentenceTransformer  # lazy: loads torch (seconds)
+
+            return SentenceTransformer(path, device="cpu")
     except (OSError, ValueError) as err:
         raise EmbedError(
             f"embedding model {path!r} is neither a local folder nor in the local Hugging Face "
@@ -309,6 +325,19 @@ class Embedder:
                 self.cache.put(todo, [computed[t] for t in todo])
             vecs = [computed[t] if v is None else v for t, v in zip(texts, vecs, strict=True)]
         return vecs
+
+    def short(self, texts: list[str]) -> list[list[float]]:
+        """One normalised vector per short text (an asked phrasing), through the cache: by the
+        query's fast path when the model has one, so storing them never loads torch into the
+        process when the documents' vectors are cached; else as documents."""
+        if self._fast is None:
+            return self.documents(texts)
+        vecs = self.cache.get(texts) if self.cache and texts else [None] * len(texts)
+        todo = sorted({t for t, v in zip(texts, vecs, strict=True) if v is None})
+        computed = {t: self._fast.encode(t, None).astype(np.float32).tolist() for t in todo}
+        if self.cache and todo:
+            self.cache.put(todo, [computed[t] for t in todo])
+        return [computed[t] if v is None else v for t, v in zip(texts, vecs, strict=True)]
 
     def query(self, text: str, max_tokens: int | None = None) -> list[float]:
         """The vector of one query text, normalised; ``max_tokens`` shortens a long query (the

@@ -94,12 +94,15 @@ def ready_store(settings, console: Console | None = None) -> tuple[KBStore, str]
 def _refresh(store: KBStore, path: Path, console: Console | None) -> str:
     """Bring kport's own rules, facts and fixes in a built store up to the installed ones
     (a kport upgrade changed them): their old chunks replaced, not answering beside the new.
+    A store holding none of them (made with `kport kb add` alone) is left as it is.
     '' when they are current; else the one-line note, also printed. A store that cannot be
     written (all or nothing: it is left as it was) is searched as it is, and the note says so."""
     chunks = rule_chunks() + arch_chunks() + fix_chunks()
 
-    def current() -> bool:
-        return not store.missing(chunks) and not store.stale({c.id for c in chunks}, {RULES})
+    def current() -> bool:  # a store holding none of kport's rules is the user's own: as is
+        if store.stale({c.id for c in chunks}, {RULES}):
+            return False
+        return store.missing(chunks) in (0, len(chunks))
 
     if current():
         return ""

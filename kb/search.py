@@ -280,7 +280,7 @@ class BM25Cache:
         owner = [j for j, d in enumerate(documents) for _ in asked_of(d)]
         if not owner:
             return vectors
-        asked = np.asarray(self.store.embedder.documents(
+        asked = np.asarray(self.store.embedder.short(
             [a for d in documents for a in asked_of(d)]), dtype=np.float32)
         total = np.zeros_like(vectors)
         np.add.at(total, np.asarray(owner), asked)

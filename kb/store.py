@@ -325,7 +325,7 @@ class KBStore:
                     # The asked phrasings are embedded now, into the embedding cache, so the
                     # first search (kb.search.BM25Cache, which mixes them into a knowledge
                     # chunk's vector for questions) does not wait for ~1000 of them.
-                    self.embedder.documents([a for c in new for a in asked_of(c.text)])
+                    self.embedder.short([a for c in new for a in asked_of(c.text)])
                     with self._lock(exclusive=True):
                         col.upsert(ids=[c.id for c in new], embeddings=vecs,
                                    documents=[c.text for c in new],

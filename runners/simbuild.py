@@ -297,6 +297,8 @@ def build_modes(tu: str, regions: str | None, needs_sync: bool, *, checked: bool
                              vetting=vetting, count=count)
         if build.ok:
             return build, workitems.MODE_REGIONS
+        if build.timed_out:  # the kernel's own code is slow to compile: the plain TU would be
+            return build, workitems.MODE_REGIONS  # too, and the user waited once already
     build = build_kernel(tu, checked=checked, dialect=dialect, settings=settings,
                          vetting=vetting, count=count)
     return build, workitems.MODE_FIBERS if needs_sync else workitems.MODE_LOOP

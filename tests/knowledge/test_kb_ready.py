@@ -119,8 +119,8 @@ def test_an_existing_kb_is_used_as_it_is(built_home):
 def test_rules_an_upgrade_changed_are_replaced_not_answered_beside(tmp_path):
     """A KB built by an older kport (one rule, one fact worded otherwise) is brought up to the
     installed rules on first use: the old chunks removed, the current ones added, one note;
-    a user's own chunks stay; a disk that cannot take the write leaves the store searchable as
-    it was. `kport kb build` replaces them the same way."""
+    a user's own chunks stay, and a store of only those gets none; a disk that cannot take
+    the write leaves the store searchable as it was. `kport kb build` replaces them the same way."""
     from kb.chunks import RULES, Chunk
     from kb.ready import default_chunks
     from kb.store import KBStore
@@ -158,3 +158,10 @@ def test_rules_an_upgrade_changed_are_replaced_not_answered_beside(tmp_path):
     assert build.returncode == 0 and "1 outdated removed" in build.stderr, build.stderr
     assert older(rule).id not in KBStore(home / "kb").documents("rules")["ids"]
     assert KBStore(home / "kb").stale({c.id for c in chunks}, {RULES}) == {}
+
+    own = tmp_path / "own"  # a store of the user's own chunks only: never given kport's rules
+    KBStore(own / "kb", create=True).add([mine])
+    proc = subprocess.run([*KPORT, "kb", "search", "warp shuffles", "-k", "3"], cwd=ROOT,
+                          env=_env(own), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and "refreshed" not in proc.stderr, proc.stderr
+    assert sum(KBStore(own / "kb").stats()["collections"].values()) == 1

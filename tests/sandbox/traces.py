@@ -87,8 +87,10 @@ class Traces:
             pass
         if self.sentinel.poll() is not None:
             out.append(f"the sentinel process was killed (exit {self.sentinel.returncode})")
-        if _environment() != self.env:
-            out.append("the parent's environment changed")
+        now = _environment()
+        if now != self.env:
+            keys = sorted(k for k in now.keys() | self.env.keys() if now.get(k) != self.env.get(k))
+            out.append(f"the parent's environment changed: {', '.join(keys)}")
         changed = [str(p) for p, d in self.kept.items() if _digest(p) != d]
         if changed:
             out.append(f"files changed: {changed}")
