@@ -310,21 +310,28 @@ class Embedder:
             return None
         return VectorCache(load_settings().embed_cache_dir, model_digest(self.path))
 
-    def documents(self, texts: list[str], batch_size: int = 32) -> list[list[float]]:
-        """One normalised vector per text; the model is loaded only for texts not cached."""
+    def _cached(self, texts: list[str], compute) -> list[list[float]]:
+        """One vector per text: from the cache, else ``compute(todo)`` (a list of vectors for
+        the distinct texts missing, sorted), which the cache then keeps."""
         if not texts:
             return []
         vecs = self.cache.get(texts) if self.cache else [None] * len(texts)
         todo = sorted({t for t, v in zip(texts, vecs, strict=True) if v is None})
-        if todo:
-            model = _sentence_transformer(self.path)
-            new = model.encode(todo, batch_size=batch_size, normalize_embeddings=True,
-                               show_progress_bar=False, convert_to_numpy=True)
-            computed = dict(zip(todo, new.astype(np.float32).tolist(), strict=True))
-            if self.cache:
-                self.cache.put(todo, [computed[t] for t in todo])
-            vecs = [computed[t] if v is None else v for t, v in zip(texts, vecs, strict=True)]
-        return vecs
+        if not todo:
+            return vecs
+        computed = dict(zip(todo, compute(todo), strict=True))
+        if self.cache:
+            self.cache.put(todo, [computed[t] for t in todo])
+        return [computed[t] if v is None else v for t, v in zip(texts, vecs, strict=True)]
+
+    def documents(self, texts: list[str], batch_size: int = 32) -> list[list[float]]:
+        """One normalised vector per text; the model is loaded only for texts not cached."""
+        def encode(todo: list[str]) -> list[list[float]]:
+            return _sentence_transformer(self.path).encode(
+                todo, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False,
+                convert_to_numpy=True).astype(np.float32).tolist()
+
+        return self._cached(texts, encode)
 
     def short(self, texts: list[str]) -> list[list[float]]:
         """One normalised vector per short text (an asked phrasing), through the cache: by the
@@ -332,12 +339,8 @@ class Embedder:
         process when the documents' vectors are cached; else as documents."""
         if self._fast is None:
             return self.documents(texts)
-        vecs = self.cache.get(texts) if self.cache and texts else [None] * len(texts)
-        todo = sorted({t for t, v in zip(texts, vecs, strict=True) if v is None})
-        computed = {t: self._fast.encode(t, None).astype(np.float32).tolist() for t in todo}
-        if self.cache and todo:
-            self.cache.put(todo, [computed[t] for t in todo])
-        return [computed[t] if v is None else v for t, v in zip(texts, vecs, strict=True)]
+        return self._cached(texts, lambda todo: [self._fast.encode(t, None).astype(np.float32)
+                                                 .tolist() for t in todo])
 
     def query(self, text: str, max_tokens: int | None = None) -> list[float]:
         """The vector of one query text, normalised; ``max_tokens`` shortens a long query (the

@@ -388,19 +388,7 @@ class KBStore:
             return self._remove(source)
 
     def _remove(self, source: str) -> dict[str, int]:
-        out = {}
-        for name in COLLECTIONS:
-            col = self.collection(name)
-            if col is None:
-                continue
-            with self._lock(exclusive=True):
-                ids = col.get(where={"source": source}, include=[])["ids"]
-                if ids:
-                    col.delete(ids=ids)
-                    self._bump(name)
-            if ids:
-                out[name] = len(ids)
-        return out
+        return {name: len(ids) for name, ids in self._delete(self.stale(set(), {source})).items()}
 
     def documents(self, name: str, include_embeddings: bool = False) -> dict:
         """Every chunk of a collection: ids, documents, metadatas (and embeddings)."""
