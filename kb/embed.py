@@ -54,21 +54,28 @@ def resolve_model(name: str | None) -> str:
 
 
 @contextlib.contextmanager
-def _offline():
-    """Hugging Face offline for the block, whatever the user's env (never download at run
-    time), its progress bars off (kport shows its own); the process's environment restored
-    after, whole: importing torch also sets variables (KMP_*, TORCHINDUCTOR_CACHE_DIR), and
-    loading the model leaves no trace in what kport's children inherit (the libraries read
-    these on import and on load, both inside the block)."""
+def _environment_kept():
+    """Run the block, then restore the process's environment whole: importing torch sets
+    KMP_*, TORCHINDUCTOR_CACHE_DIR, importing threadpoolctl sets KMP_DUPLICATE_LIB_OK, and
+    what kport's children inherit must not depend on which library loaded first."""
     saved = dict(os.environ)
-    os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     try:
         yield
     finally:
         if dict(os.environ) != saved:
             os.environ.clear()
             os.environ.update(saved)
+
+
+@contextlib.contextmanager
+def _offline():
+    """Hugging Face offline for the block, whatever the user's env (never download at run
+    time), its progress bars off (kport shows its own); the environment restored after (the
+    libraries read these on import and on load, both inside the block)."""
+    with _environment_kept():
+        os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        yield
 
 
 @functools.cache
@@ -103,7 +110,8 @@ def _gelu(x: np.ndarray) -> np.ndarray:
 @functools.cache
 def _blas_controller():
     try:
-        from threadpoolctl import ThreadpoolController  # lazy: it inspects the loaded libraries
+        with _environment_kept():
+            from threadpoolctl import ThreadpoolController  # lazy: it inspects the libraries
     except ImportError:  # pragma: no cover - installed with kport (pyproject.toml)
         return None
     return ThreadpoolController()

@@ -78,3 +78,30 @@ def test_the_model_digest_covers_every_byte_of_the_model_folder(tmp_path):
     before = model_digest.__wrapped__(str(tmp_path / "a"))
     (tmp_path / "a" / "weights.bin").write_bytes(b"\0" * 99 + b"\1")
     assert model_digest.__wrapped__(str(tmp_path / "a")) != before
+
+
+ENVIRONMENT_KEPT = """
+import json, os, sys
+before = dict(os.environ)
+from kb.embed import Embedder
+e = Embedder()
+e.query("warp shuffle reduction")  # the numpy path: threadpoolctl limits BLAS threads
+e.documents(["simdgroup reduction"])  # the model: torch and sentence-transformers load
+changed = sorted(k for k in before.keys() | os.environ.keys() if before.get(k) != os.environ.get(k))
+print(json.dumps({"changed": changed, "torch": "torch" in sys.modules,
+                  "threadpoolctl": "threadpoolctl" in sys.modules}))
+"""
+
+
+def test_embedding_leaves_the_process_environment_as_it_was(tmp_path):
+    """Children kport starts inherit its environment; the libraries the embedder loads set
+    variables on import (KMP_DUPLICATE_LIB_OK, TORCHINDUCTOR_CACHE_DIR): none may stay set.
+    In a fresh process, so no earlier test has loaded them already."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("KMP_", "TORCHINDUCTOR_"))}
+    env["KPORT_EMBED_CACHE"] = str(tmp_path / "embed")  # empty: the model must load
+    ran = subprocess.run([sys.executable, "-c", ENVIRONMENT_KEPT], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    out = json.loads(ran.stdout.splitlines()[-1])
+    assert out["torch"] and out["threadpoolctl"]  # both really loaded, so the check means something
+    assert out["changed"] == []
