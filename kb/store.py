@@ -159,7 +159,8 @@ class KBStore:
         self._writing = False
         self._write_locked = False
         self.client = _client(self._root, url, create)
-        self._cols: dict[str, object] = {}
+        self._cols: dict[str, object] = {}  # name -> collection; None: absent (_published)
+        self._revs: dict[str, str] = {}  # revisions read from the published version (_published)
         if not create and self.path is not None and not self.has_chunks():
             raise KBError(f"the knowledge base at {self.path} is empty (left by a `kport kb` "
                           "command that failed or was stopped, in an older kport); run "
@@ -182,6 +183,13 @@ class KBStore:
         root = self.path.resolve()
         if root != self._root and (root / "chroma.sqlite3").is_file():
             self._root, self.client, self._cols = root, _client(root, None, False), {}
+            self._revs = {}
+
+    def _published(self) -> bool:
+        """Whether this handle reads a published local version, which no one writes again:
+        every write goes to a fresh version folder (writing()), so what was read of it stays
+        true (a missing collection, a revision) until _follow opens a newer one."""
+        return self.path is not None and not self._writing and self.client is not None
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[KBStore]:
@@ -201,6 +209,7 @@ class KBStore:
                 stage.mkdir()
             saved = (self._root, self.client, self._cols)
             self._root, self.client, self._cols, self._writing = stage, _open_new(stage), {}, True
+            self._revs = {}
             try:
                 yield self
             except BaseException:
@@ -257,13 +266,15 @@ class KBStore:
         self._follow()
         if self.client is None:  # no store yet (create=True, before the first write)
             return None
-        if name not in self._cols:
+        if self._cols.get(name) is None and (name not in self._cols or create):
             from chromadb.errors import NotFoundError  # lazy: as in _client()
 
             try:
                 col = self.client.get_collection(PREFIX + name, embedding_function=None)
             except (NotFoundError, ValueError):
                 if not create:
+                    if self._published():  # asked again by every search otherwise (3 ms)
+                        self._cols[name] = None
                     return None
                 col = self.client.create_collection(
                     PREFIX + name, embedding_function=None,
@@ -286,9 +297,15 @@ class KBStore:
         """For each collection, a token that changes whenever it is written."""
         if not names or self.client is None:
             return {n: "0" for n in names}
+        self._follow()
+        if self._published() and all(n in self._revs for n in names):
+            return {n: self._revs[n] for n in names}
         got = self._meta().get(ids=list(names), include=["metadatas"])
         revs = {i: str(m["rev"]) for i, m in zip(got["ids"], got["metadatas"], strict=True)}
-        return {n: revs.get(n, "0") for n in names}
+        out = {n: revs.get(n, "0") for n in names}
+        if self._published():
+            self._revs.update(out)
+        return out
 
     def revision(self, name: str) -> str:
         return self.revisions([name])[name]
@@ -401,13 +418,6 @@ class KBStore:
         if include_embeddings:
             got["embeddings"] = [list(map(float, e)) for e in got["embeddings"]]
         return got
-
-    def get(self, name: str, ids: list[str]) -> dict:
-        col = self.collection(name)
-        if col is None or not ids:
-            return {"ids": [], "documents": [], "metadatas": []}
-        with self._lock(exclusive=False):
-            return col.get(ids=ids, include=["documents", "metadatas"])
 
     def stats(self) -> dict:
         """Counts per collection and per source, the embedding model and the location."""

@@ -47,6 +47,26 @@ def test_search_returns_the_pair_and_bm25_sees_new_chunks(tmp_path):
 
 
 
+def test_a_reader_sees_what_another_handle_writes_after_it_searched(tmp_path):
+    """A handle remembers what it read of a published version (a collection that is absent,
+    each revision): a write through another handle publishes a new version, and the reader's
+    next search must see its new collection and its new chunks, text included."""
+    writer = KBStore(tmp_path / "kb", create=True)
+    writer.add(_pair_chunks()[:2])
+    reader = KBStore(tmp_path / "kb")
+    cache = tmp_path / "cache"
+    assert search(reader, "zebragrams", method="bm25", k=3, cache_root=cache) == []
+    assert reader.collection("docs") is None  # asked twice: the second answer was remembered
+    before = reader.revisions(["analogues"])
+    writer.add([Chunk("docs", "Zebra facts", "zebragrams are rare", {"source": "z"}),
+                Chunk("analogues", "Zebra kernel", "void zebragrams_kernel() {}",
+                      {"source": "z", "language": "cuda", "kernel": "zebragrams_kernel"})])
+    assert reader.revisions(["analogues"]) != before
+    hits = search(reader, "zebragrams", method="bm25", k=3, cache_root=cache)
+    assert {h.title for h in hits} == {"Zebra facts", "Zebra kernel"}
+    assert {h.text for h in hits} >= {"zebragrams are rare"}
+
+
 def test_a_bm25_cache_left_in_another_layout_is_rebuilt(tmp_path):
     """An older kport wrote the index files straight into the revision folder; a search must
     rebuild it, not fail on every query (seen on a KPORT_HOME kept across upgrades)."""
