@@ -31,7 +31,7 @@ from kb.arch import families as all_families
 from kb.concepts import load_rules
 from kb.ready import ready_store
 from kb.rules_match import kernel_tokens, match_rules
-from kb.search import query_view, search
+from kb.search import query_view, require_query, search
 from runners import limits
 from runners.dtypes import DTYPES
 from runners.errors import KportError
@@ -59,6 +59,7 @@ def kb_search(query: str, kinds: list[str] | None = None, k: int = 5) -> dict:
     and Metal spellings, a short example pair and its source; a fix; an analogue and its pair),
     plus the raw chunk. When ``query`` is CUDA code, ``lines`` says which of its lines each hit
     concerns and an analogue's ``corresponds`` the lines of its own that do that work."""
+    require_query(query)  # before the KB is built on first use
     settings = load_settings()
     store, built = ready_store(settings)
     hits = search(store, query, kinds=kinds, k=k, cache_root=settings.home / "cache")

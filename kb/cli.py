@@ -127,6 +127,11 @@ def add(path: Path = typer.Argument(..., help="a file, folder or checkout"),
     chunks, report = ingest(path, source)
     if not report.files and not report.skipped:
         raise KportError(f"{path}: no file to add (kinds read: {' '.join(sorted(SUFFIXES))})")
+    if not report.files:  # not a silent "0 chunks added": the user asked for these files
+        where, why = report.skipped[0]
+        more = f" and {len(report.skipped) - 1} more" if len(report.skipped) > 1 else ""
+        raise KportError(f"{path}: nothing to add: every file was skipped ({where}: {why}"
+                         f"{more})")
     cuda, metal, other = _by_language(chunks)
     if not (cuda and metal):  # one language: nothing to pair
         _add(chunks, report, url, as_json)
@@ -281,6 +286,9 @@ def search(query: str = typer.Argument(..., help="a question, code, or @FILE to 
             query = file.read_text()
         except (OSError, UnicodeDecodeError) as err:
             raise KportError(f"{file}: cannot read the query file ({err})") from None
+    if not query.strip():  # before the KB is opened (or built on first use), as below
+        raise KportError(f"{file}: the query file is empty" if file else "the query is empty: "
+                         "give a question, CUDA or Metal code, or @FILE")
     bad = ([f"--kind: unknown collection {x!r}; one of {', '.join(COLLECTIONS)}"
             for x in kind or [] if x not in COLLECTIONS]
            + [f"--feature: unknown feature {x!r}; one of {', '.join(FEATURES)}"

@@ -390,12 +390,20 @@ def _top(scores: np.ndarray, got: Indexes, name: str, n: int, exclude: set[str],
     return out
 
 
+def require_query(query: str) -> None:
+    """KBError for an empty query: every chunk would tie, and the "hits" would be the store's
+    order. Callers that open (or build) the KB first check before that."""
+    if not query.strip():
+        raise KBError("the query is empty: give a question, CUDA or Metal code, or @FILE")
+
+
 def search(store: KBStore, query: str, *, kinds: list[str] | None = None, k: int = 10,
            category: str | None = None, features: list[str] = (), language: str | None = None,
            method: str = "hybrid", cache_root: Path, exclude: set[str] = frozenset(),
            depth: int = 50, expand: bool = True) -> list[Hit]:
     """The ``k`` best chunks for ``query`` (a CUDA query expanded with the Metal forms of its
     rules unless ``expand`` is off); KBError for a bad method or filter."""
+    require_query(query)
     if method not in METHODS:
         raise KBError(f"unknown method {method!r}; one of {', '.join(METHODS)}")
     bad = [f for f in features if f not in FEATURES]

@@ -65,11 +65,26 @@ def test_stats_json(cli, built_home):
     (("kb", "rules", "/nonexistent.cu"), "/nonexistent.cu: cannot read"),
     (("kb", "add", "/nonexistent-dir"), "no such file or folder"),
     (("kb", "import-llama-cpp", "/nonexistent.tar.gz"), "no such file or folder"),
+    (("kb", "search", "  "), "the query is empty"),  # not the store's first chunks as "hits"
 ])
 def test_errors_are_for_people(cli, fresh_home, args, message):
     proc = cli(*args, home=fresh_home)
     assert proc.returncode == 2
     assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_empty_query_file_and_a_tree_of_skipped_files_are_errors(cli, fresh_home, tmp_path):
+    (tmp_path / "empty.cu").write_text("\n")
+    proc = cli("kb", "search", f"@{tmp_path / 'empty.cu'}", home=fresh_home)
+    assert proc.returncode == 2 and "empty.cu: the query file is empty" in proc.stderr
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for name in ("a.cu", "b.metal"):
+        (tree / name).write_bytes(b"\x00\x01binary")
+    proc = cli("kb", "add", str(tree), home=fresh_home)  # was "0 chunks added", exit 0
+    assert proc.returncode == 2, proc.stderr
+    assert "nothing to add: every file was skipped" in proc.stderr and "1 more" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 @pytest.mark.slow  # reads the whole knowledge base, built once (tests/tiers.py)

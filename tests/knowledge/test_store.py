@@ -155,3 +155,11 @@ def test_a_cuda_kernel_finds_its_expert_port(built_store, tmp_path):
     hits = search(built_store, (case / "kernel.cu").read_text(), kinds=["analogues"],
                   language="metal", k=5, cache_root=tmp_path / "cache")
     assert case.name in [h.metadata.get("case") for h in hits]
+
+
+def test_an_empty_query_is_an_error_not_the_store_order(tmp_path):
+    store = KBStore(tmp_path / "kb", create=True)
+    store.add(_pair_chunks())
+    for query in ("", " \n\t"):
+        with pytest.raises(KBError, match="the query is empty"):
+            search(store, query, cache_root=tmp_path / "cache")

@@ -25,3 +25,12 @@ def test_sim_run_refuses_bad_arguments(outputs, grid, tg, fragment):
 def test_sim_run_still_runs_a_good_call():
     got = _structured(sim_run)(BODY, X, {"y": {"shape": [4]}}, [4, 1, 1], [4, 1, 1])
     assert got["ok"] and got["outputs"]["y"] == [2.0, 4.0, 6.0, 8.0], got
+
+
+def test_kb_search_refuses_an_empty_query_before_building_the_kb(tmp_path, monkeypatch):
+    from agent.mcp_server import kb_search
+
+    monkeypatch.setenv("KPORT_HOME", str(tmp_path / "home"))
+    got = _structured(kb_search)(" \n")
+    assert got["ok"] is False and "the query is empty" in got["error"]["message"], got
+    assert not (tmp_path / "home" / "kb").exists()  # nothing was built for it
