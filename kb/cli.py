@@ -323,6 +323,10 @@ def rules(file: Path, kernel: str = typer.Option(None, help="only this kernel an
     if as_json:
         print(json.dumps([h.as_json() for h in hits], indent=1))
         return
+    if not hits:  # said, not an empty output that reads like a failure to run
+        _err().print(f"no concept rule applies to {escape(str(file))}"
+                     + (f" (kernel {kernel})" if kernel else "")
+                     + ": it uses no CUDA construct that kport's rules cover")
     for h in hits:
         print(f"{h.rule_id:<36} x{h.occurrences:<3} at {', '.join(h.where)}")
         print(f"    {' | '.join(h.cuda)}  ->  {h.metal}")

@@ -52,6 +52,13 @@ def test_rules_json_contract(cli):
     assert firsts == sorted(firsts)
 
 
+def test_rules_for_a_file_without_cuda_constructs_says_so(cli, tmp_path):
+    (tmp_path / "host.cu").write_text("int main() { return 0; }\n")
+    proc = cli("kb", "rules", str(tmp_path / "host.cu"))
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert "no concept rule applies to" in proc.stderr and "host.cu" in proc.stderr
+
+
 @pytest.mark.slow  # reads the whole knowledge base, built once (tests/tiers.py)
 def test_stats_json(cli, built_home):
     proc = cli("kb", "stats", "--json", home=built_home)
