@@ -11,7 +11,8 @@ MLX body: kport sim body.metal --input x=x.npy --output y=float32:4,16 --grid 64
 A .cu file's quoted includes are found as nvcc finds them: in its own folder, then in each
 -I DIR; -D NAME[=VALUE] defines a macro (both repeatable).
 Arguments: NAME=file.npy (an array), NAME=DTYPE:VALUE (a scalar),
-NAME=zeros:DTYPE:SHAPE (a fresh array). Outputs are printed, and saved as .npy with --save DIR.
+NAME=zeros:DTYPE:SHAPE (a fresh array); for a .cu kernel NAME is its parameter's name, in any
+order (one it does not have, or a parameter left out, is an error). Outputs are printed, and saved as .npy with --save DIR.
 Launch sizes are checked against CUDA's or Metal's limits and array sizes against what one
 simulated launch may hold before anything runs. --save refuses to replace an existing file
 unless --force.
@@ -30,7 +31,7 @@ import typer
 
 from runners import limits
 from runners.cli_options import define_option, include_option
-from runners.cuda_sim import RawKernel
+from runners.cuda_sim import RawKernel, parameter_names
 from runners.cuda_sim.reading import nvcc_options
 from runners.dtypes import DTYPES
 from runners.errors import KportError
@@ -186,13 +187,37 @@ def cuda_options(path: Path, include: list[Path], define: list[str]) -> tuple[st
         raise SimUsageError(str(err)) from None
 
 
+def _by_parameter(params: list[str], kernel: str, parsed: list[tuple[str, object]]):
+    """The --arg values in the kernel's parameter order, matched by NAME (a name that is not a
+    parameter, one given twice or a parameter left out is a usage error: bound by position, a
+    misspelt or reordered --arg ran the kernel on the wrong buffers without a word). Where the
+    signature cannot be read (``params`` empty) the order given is kept."""
+    if not params:
+        return parsed
+    named = {}
+    for name, value in parsed:
+        if name not in params:
+            raise SimUsageError(f"--arg {name}: `{kernel}` has no parameter {name!r}; its "
+                                f"parameters, in order: {', '.join(params)}")
+        if name in named:
+            raise SimUsageError(f"--arg {name}: given twice")
+        named[name] = value
+    missing = [p for p in params if p not in named]
+    if missing:
+        raise SimUsageError(f"--arg: no value for parameter {missing[0]!r} of `{kernel}` "
+                            f"(its parameters, in order: {', '.join(params)})")
+    return [(p, named[p]) for p in params]
+
+
 def run_cuda(path: Path, kernel: str, grid, block, args: list[str], shared_mem: int,
              options: tuple[str, ...] = ()):
     limits.check_cuda_launch(grid, block, "--grid/--block/--shared-mem", shared_mem)
-    parsed = [parse_arg(a) for a in args]
+    source = read_source(path)
+    parsed = _by_parameter(parameter_names(source, kernel), kernel,
+                           [parse_arg(a) for a in args])
     values = [v for _, v in parsed]
     _all_bytes(values)
-    k = RawKernel(read_source(path), kernel, options, filename=path.name)
+    k = RawKernel(source, kernel, options, filename=path.name)
     run = _launch(lambda: k.launch(grid, block, values, shared_mem=shared_mem))
     arrays = {n: v for n, v in parsed if isinstance(v, np.ndarray)} if run.compiled else {}
     return run.findings, run.diagnostics, arrays, run.printf

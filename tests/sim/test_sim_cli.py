@@ -29,6 +29,20 @@ def test_cuda_file_with_npy_inputs_saves_outputs(tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "out" / "y.npy"), np.arange(100) * 2.0)
 
 
+def test_cuda_arguments_bind_by_name_in_any_order(tmp_path):
+    """--arg NAME is the parameter's name: given out of order they still reach the right
+    parameters (bound by position, y and x swapped would have run on the wrong buffers)."""
+    (tmp_path / "saxpy.cu").write_text(SAXPY)
+    np.save(tmp_path / "x.npy", np.arange(8, dtype=np.float32))
+    np.save(tmp_path / "y.npy", np.full(8, 10, dtype=np.float32))
+    proc = kport(tmp_path, "saxpy.cu", "--kernel", "saxpy", "--grid", "1", "--block", "8",
+                 "--arg", "n=int32:8", "--arg", "y=y.npy", "--arg", "a=float32:3",
+                 "--arg", "x=x.npy", "--save", "out")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "y.npy"), np.arange(8) * 3.0 + 10)
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "x.npy"), np.arange(8))
+
+
 def test_faulting_kernel_exits_1_and_names_the_buffer(tmp_path):
     (tmp_path / "saxpy.cu").write_text(SAXPY.replace("i < n", "i <= n"))
     np.save(tmp_path / "x.npy", np.arange(100, dtype=np.float32))
