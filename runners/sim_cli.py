@@ -191,8 +191,9 @@ def _by_parameter(params: list[str], kernel: str, parsed: list[tuple[str, object
     """The --arg values in the kernel's parameter order, matched by NAME (a name that is not a
     parameter, one given twice or a parameter left out is a usage error: bound by position, a
     misspelt or reordered --arg ran the kernel on the wrong buffers without a word). Where the
-    signature cannot be read (``params`` empty) the order given is kept."""
-    if not params:
+    signature cannot be read (``params`` empty) or a parameter has no name, the order given
+    is kept."""
+    if not params or "" in params:
         return parsed
     named = {}
     for name, value in parsed:
