@@ -241,11 +241,12 @@ class Texts:
             self.data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
 
     def __getitem__(self, j: int) -> str:
-        return self.data[int(self.offsets[j]):int(self.offsets[j + 1])].decode()
+        return self.data[int(self.offsets[j]):int(self.offsets[j + 1])].decode(
+            "utf-8", "surrogatepass")
 
     @staticmethod
     def write(folder: Path, documents: list[str]) -> None:
-        blobs = [d.encode() for d in documents]
+        blobs = [d.encode("utf-8", "surrogatepass") for d in documents]  # any str comes back
         np.save(folder / "documents.npy", np.cumsum([0] + [len(b) for b in blobs]))
         (folder / "documents.bin").write_bytes(b"".join(blobs))
 
