@@ -12,7 +12,8 @@ A .cu file's quoted includes are found as nvcc finds them: in its own folder, th
 -I DIR; -D NAME[=VALUE] defines a macro (both repeatable).
 Arguments: NAME=file.npy (an array), NAME=DTYPE:VALUE (a scalar),
 NAME=zeros:DTYPE:SHAPE (a fresh array); for a .cu kernel NAME is its parameter's name, in any
-order (one it does not have, or a parameter left out, is an error). Outputs are printed, and saved as .npy with --save DIR.
+order (one it does not have, or a parameter left out, is an error). Outputs are printed,
+and saved as .npy with --save DIR.
 Launch sizes are checked against CUDA's or Metal's limits and array sizes against what one
 simulated launch may hold before anything runs. --save refuses to replace an existing file
 unless --force.
