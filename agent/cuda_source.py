@@ -37,3 +37,17 @@ def stub_note(view: SourceView) -> str:
         return ""
     return (f"read as empty (not found; host libraries a kernel's device code does not "
             f"need): {', '.join(f'<{h}>' for h in view.stubbed)}")
+
+
+def kernel_not_named(file: Path, text: str) -> KportError:
+    """The error for a CUDA file given without --kernel: the kernels it defines, to pick one
+    from, or that it defines none (a header, or host code only)."""
+    from kb.parse import functions  # lazy: tree-sitter, only for this message
+
+    kernels = sorted({f.name for f in functions(text, "cuda") if f.kind == "kernel"})
+    if not kernels:
+        return KportError(f"{file}: no __global__ kernel in this file; give the .cu file that "
+                          "defines the kernel (with -I for its headers)")
+    return KportError(f"{file}: say which kernel with --kernel NAME (or give --case); kernels "
+                      f"here: {', '.join(kernels)}")
+

@@ -28,6 +28,7 @@ from pathlib import Path
 import typer
 
 from agent.case_guess import GUESSED, device_code, guess_case, load_case_arg, with_sizes
+from agent.cuda_source import kernel_not_named
 from agent.llm import connect, redact
 from agent.out_folder import check_out_folder, folder_files, write_folder
 from agent.package import copy_guessed_case, write_package
@@ -93,7 +94,7 @@ def _load_inputs(file: Path, kernel: str | None, case_dir: Path | None, sizes, s
                              "and -D it was guessed with")
         return src, case.cuda.kernel, with_sizes(case, sizes), [], None
     if not kernel:
-        raise KportError(f"{file}: say which kernel with --kernel NAME (or give --case)")
+        raise kernel_not_named(file, text)
     folder = staging / out_name  # the case id must be the name of the folder it ends up in
     try:
         case, guessed = guess_case(file, kernel, folder, sizes=sizes, grid=grid, block=block,

@@ -23,11 +23,10 @@ from pathlib import Path
 import typer
 
 from agent.case_guess import load_case_arg
-from agent.cuda_source import read_cuda, stub_note
+from agent.cuda_source import kernel_not_named, read_cuda, stub_note
 from agent.translate import translate_kernel
 from corpus.candidate import Candidate
 from runners.cli_options import define_option, include_option
-from runners.errors import KportError
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False,
                   help=__doc__.splitlines()[0])
@@ -84,9 +83,9 @@ def translate(file: Path = typer.Argument(..., help="the CUDA source (.cu / .cuh
         grid_v, block_v, shared_mem = spec.cuda.grid, spec.cuda.block, spec.cuda.shared_mem
     else:
         grid_v, block_v = _dims(grid), _dims(block)
+    view = read_cuda(file, include, define)  # first: an unreadable file says so
     if not kernel:
-        raise KportError(f"{file}: say which kernel with --kernel NAME (or give --case)")
-    view = read_cuda(file, include, define)
+        raise kernel_not_named(file, view.text)
     tr = translate_kernel(view.text, kernel, roles=roles, grid=grid_v, block=block_v,
                           shared_mem=shared_mem, where=str(file), origin=view.origin)
     if note := stub_note(view):
