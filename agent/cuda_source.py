@@ -42,9 +42,9 @@ def stub_note(view: SourceView) -> str:
 def kernel_not_named(file: Path, text: str) -> KportError:
     """The error for a CUDA file given without --kernel: the kernels it defines, to pick one
     from, or that it defines none (a header, or host code only)."""
-    from kb.parse import functions  # lazy: tree-sitter, only for this message
+    from kb.parse import functions, kernel_names  # lazy: tree-sitter, only for this message
 
-    kernels = sorted({f.name for f in functions(text, "cuda") if f.kind == "kernel"})
+    kernels = kernel_names(functions(text, "cuda"))
     if not kernels:
         return KportError(f"{file}: no __global__ kernel in this file; give the .cu file that "
                           "defines the kernel (with -I for its headers)")

@@ -39,7 +39,7 @@ from kb.llama_cpp import import_llama_cpp
 from kb.pairing import PairingReport, pair_kernels
 from kb.ready import default_chunks, ready_store
 from kb.rules_match import rules_for_file
-from kb.search import METHODS
+from kb.search import METHODS, require_query
 from kb.search import search as search_store
 from kb.store import KBError, KBStore, read_export
 from runners.cli_options import define_option, include_option
@@ -286,9 +286,9 @@ def search(query: str = typer.Argument(..., help="a question, code, or @FILE to 
             query = file.read_text()
         except (OSError, UnicodeDecodeError) as err:
             raise KportError(f"{file}: cannot read the query file ({err})") from None
-    if not query.strip():  # before the KB is opened (or built on first use), as below
-        raise KportError(f"{file}: the query file is empty" if file else "the query is empty: "
-                         "give a question, CUDA or Metal code, or @FILE")
+    if file and not query.strip():
+        raise KportError(f"{file}: the query file is empty")
+    require_query(query)  # before the KB is opened (or built on first use), as below
     bad = ([f"--kind: unknown collection {x!r}; one of {', '.join(COLLECTIONS)}"
             for x in kind or [] if x not in COLLECTIONS]
            + [f"--feature: unknown feature {x!r}; one of {', '.join(FEATURES)}"

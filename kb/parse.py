@@ -135,6 +135,13 @@ def functions(src: str, language: str) -> list[Function]:
     return out
 
 
+
+def kernel_names(funcs: list[Function]) -> list[str]:
+    """The distinct names of the kernels among ``funcs`` (as functions() gives them), sorted:
+    what a "kernels here: ..." message lists."""
+    return sorted({f.name for f in funcs if f.kind == "kernel"})
+
+
 def kernel_closure(kernel: Function, table: dict[str, Function], limit: int = 60) -> list[Function]:
     """``kernel`` and the non-kernel functions it calls, transitively (callees first),
     looked up in ``table`` by name; at most ``limit`` functions."""

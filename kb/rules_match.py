@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kb.concepts import Rule, load_rules
-from kb.parse import Token, functions, kernel_closure, parse, tokens
+from kb.parse import Token, functions, kernel_closure, kernel_names, parse, tokens
 from runners.cuda_sim.reading import nvcc_options, read_as_compiled
 from runners.errors import KportError
 from runners.srcrewrite import SourceError
@@ -94,9 +94,8 @@ def kernel_tokens(src: str, kernel: str | None = None, where: str = "<source>") 
     name = kernel.split("<")[0]
     found = [f for f in funcs if f.name == name]
     if not found:
-        kernels = sorted({f.name for f in funcs if f.kind == "kernel"})
         raise RulesQueryError(f"{where}: no kernel named {name!r}; kernels here: "
-                              f"{', '.join(kernels) or 'none'}")
+                              f"{', '.join(kernel_names(funcs)) or 'none'}")
     table = {f.name: f for f in funcs if f.kind != "kernel"}
     return [t for f in kernel_closure(found[0], table) for t in f.tokens]
 

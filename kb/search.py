@@ -423,18 +423,16 @@ def search(store: KBStore, query: str, *, kinds: list[str] | None = None, k: int
     found: dict[str, list[tuple[float, str, str]]] = {}  # channel -> (score, collection, id)
     kinds = [name for name in kinds if store.collection(name) is not None]
     revs = store.revisions(kinds)
-    loaded: dict[str, Indexes] = {}
+    loaded: dict[str, Indexes] = {}  # collection -> its indexes (texts, pairs) as searched
     n = max(depth, k + len(exclude))
     text_terms, name_words = (Counter(w) for w in query_terms(view))
     weights, rrf_k = (CODE_WEIGHTS, RRF_K) if view.is_code else (TEXT_WEIGHTS, TEXT_RRF_K)
     metal_names: dict[str, dict[str, str]] = {}  # CUDA query: collection -> id -> Metal kernel
-    pairs: dict[str, dict[str, str]] = {}  # collection -> id -> the id of its counterpart
     for name in kinds:
         got = BM25Cache(store, name, cache_root, revs[name]).load()
         if got is None:
             continue
         loaded[name] = got
-        pairs[name] = got.pairs
         if vector is not None:  # einsum, not BLAS: a BLAS thread pool on a busy machine is
             # ten times slower for one matrix-vector product (13 ms instead of 1.4 at 10k chunks)
             rows = got.vectors if view.is_code else got.question_vectors
@@ -484,7 +482,7 @@ def search(store: KBStore, query: str, *, kinds: list[str] | None = None, k: int
         if len(best) == k or score(r) <= -1.0:
             break
         if (name, i) not in folded:
-            folded.add((name, pairs.get(name, {}).get(i)))
+            folded.add((name, loaded[name].pairs.get(i)))
             best.append((name, i, score(r), r))
     return _hits(loaded, best)
 
