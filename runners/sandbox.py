@@ -207,12 +207,20 @@ def read_jailed(path: Path, limit: int) -> bytes | None:
 
 def die_with_parent():
     """A function a child calls (before exec) to be SIGKILLed when kport dies (Linux
-    PR_SET_PDEATHSIG), so a killed kport leaves nothing running; a no-op elsewhere."""
+    PR_SET_PDEATHSIG), so a killed kport leaves nothing running; a no-op elsewhere. Made in
+    the parent, before the fork: a parent killed between the fork and the child's prctl has
+    already gone, its signal would never come, so the child then ends itself."""
     if not sys.platform.startswith("linux"):
         return lambda: None
 
     prctl = ctypes.CDLL(None, use_errno=True).prctl
-    return lambda: prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
+    parent = os.getpid()
+
+    def tie() -> None:
+        prctl(1, int(signal.SIGKILL))  # 1 = PR_SET_PDEATHSIG
+        if os.getppid() != parent:  # reparented: kport died before the line above
+            os._exit(128 + signal.SIGKILL)
+    return tie
 
 
 def tied_command(command: list[str]) -> list[str]:

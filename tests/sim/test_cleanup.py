@@ -260,3 +260,32 @@ def test_temp_folders_carry_their_owner_and_sweep_first(tmp_path, monkeypatch):
     with lifetime.temp_folder("kport-judge-") as folder:
         assert Path(folder).name.startswith(f"kport-judge-{lifetime.owner_tag()}-")
         assert not left[0].exists()
+
+
+# A kport killed in the instant between forking a child and the child's PR_SET_PDEATHSIG:
+# the child's 1 s pause before tying itself stands for that instant.
+FORK_RACE = """
+import subprocess, sys, time
+from runners.sandbox import die_with_parent
+tie = die_with_parent()
+subprocess.Popen(["sleep", sys.argv[1]], preexec_fn=lambda: (time.sleep(1.0), tie()))
+"""
+
+
+def test_a_kport_killed_before_its_child_is_tied_leaves_nothing_running(tmp_path):
+    import random
+
+    marker = f"300.{random.randrange(10**6, 10**7)}"
+    parent = subprocess.Popen([sys.executable, "-c", FORK_RACE, marker], cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        _wait_for(lambda: [p for p, c in _mentioning(sys.executable).items()
+                           if p != parent.pid and "-c" in c and marker in c], 30,
+                  "the child was never forked")
+        parent.kill()  # inside the child's pause: before its prctl
+        parent.wait()
+        time.sleep(2.0)  # the pause ends; a child left untied would now exec `sleep`
+        assert not _mentioning(f"sleep {marker}")
+    finally:
+        for pid in _mentioning(marker):
+            os.kill(pid, signal.SIGKILL)
