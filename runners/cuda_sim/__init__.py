@@ -13,7 +13,7 @@ import re
 import sys
 import tomllib
 import zlib
-from collections import Counter
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,16 +50,21 @@ def _unsupported() -> list[dict]:
 def parameter_names(code: str, kernel: str) -> list[str]:
     """Names of the parameters of ``__global__`` function ``kernel`` (template args ignored), or
     [] when it cannot be found; used to name buffers in findings."""
+    return list(_parameter_names(code, kernel))
+
+
+@functools.lru_cache(maxsize=32)  # every launch of a kernel asks
+def _parameter_names(code: str, kernel: str) -> tuple[str, ...]:
     base = kernel.split("<")[0].split("::")[-1].strip()
     parts = srcrewrite.function_params(srcrewrite.tokenize(code), base, "__global__")
     if parts is None:
-        return []
+        return ()
     def name(param: list) -> str:  # `const uint3 off = make_uint3(0, 0, 0)`: off
         ends = [i for i, x in enumerate(param) if x.text == "="]
         declared = param[:ends[0]] if ends else param
         return next((x.text for x in reversed(declared) if x.kind == "identifier"), "")
 
-    return [name(p) for p in parts]
+    return tuple(name(p) for p in parts)
 
 
 @dataclass(frozen=True)
@@ -174,6 +179,11 @@ static inline __attribute__((always_inline)) void __kp_invoke(void (*__kp_f)(__K
 """
 
 
+# RawKernel._units of the kernels launched last, least recently used first.
+_UNITS: OrderedDict[tuple, tuple[str, Vetting | None, str, str | None]] = OrderedDict()
+_UNITS_KEPT = 32
+
+
 class RawKernel:
     """One ``__global__`` function of ``code`` (``name`` may carry template arguments)."""
 
@@ -194,9 +204,16 @@ class RawKernel:
         once; one inside a group counts only if clang reads that group (conditionals.py), so
         code for another platform (HIP's inline asm in llama.cpp's common.cuh) does not refuse
         a kernel. The clearest error there is, so it comes first."""
+        return self._prepared_from(*self._read())
+
+    def _read(self) -> tuple[str, dict[str, str], dict[str, tuple[str, int]]]:
+        """(the inlined source, each file as written, the includer of each header)."""
         texts: dict[str, str] = {}
         includers: dict[str, tuple[str, int]] = {}
-        code = self._source(texts=texts, includers=includers)
+        return self._source(texts=texts, includers=includers), texts, includers
+
+    def _prepared_from(self, code: str, texts: dict[str, str],
+                       includers: dict[str, tuple[str, int]]) -> tuple[str, Vetting | None]:
         now, pending = conditionals.split(unsupported_constructs(texts), texts)
         now = [u for u in now if not _wait_on_include(u, includers, pending)]
         if now:
@@ -244,10 +261,26 @@ class RawKernel:
             return None
         return self._translation_unit(code, formed=formed)
 
+    def _units(self) -> tuple[str, Vetting | None, str, str | None]:
+        """(the prepared source, its vetting, the TU, the TU in work-item loops or None),
+        kept for the kernel's next launch (other sizes, a benchmark's repetitions): they are a
+        function of the files as read now, the name and the options, and take ~0.1 s to make."""
+        read = self._read()
+        key = (self.name, self.filename, self.options, read[0], tuple(read[1].items()))
+        if (units := _UNITS.get(key)) is None:
+            code, vetting = self._prepared_from(*read)
+            units = (code, vetting, self._translation_unit(code), self._work_items(code))
+            _UNITS[key] = units
+            while len(_UNITS) > _UNITS_KEPT:
+                _UNITS.pop(next(iter(_UNITS)))
+        else:
+            _UNITS.move_to_end(key)
+        return units
+
     def launch(self, grid, block, args, shared_mem: int = 0, *, count: bool = False) -> CudaRun:
         """Run once; numpy array arguments are updated in place. Returns a CudaRun record;
         ``count``: a checked run that also fills its ``counters`` (runners/perf)."""
-        code, vetting = self._prepared()
+        code, vetting, tu, regions = self._units()
         grid, block = launch_dims(grid, "grid"), launch_dims(block, "block")
         try:  # CUDA refuses such a launch (cudaErrorInvalidConfiguration); so does CuPy
             limits.check_cuda_launch(grid, block, "launch", shared_mem)
@@ -295,9 +328,8 @@ class RawKernel:
                                 "for a struct with pointer fields, not "
                                 f"{type(value).__name__}")
         settings = load_settings()
-        tu = self._translation_unit(code)
         checked = count or bool(settings.sim_check_set)
-        build, mode = build_modes(tu, self._work_items(code), bool(_SYNC.search(code)),
+        build, mode = build_modes(tu, regions, bool(_SYNC.search(code)),
                                   checked=checked, dialect="cuda", settings=settings,
                                   vetting=vetting, count=count)
         if not build.ok:
