@@ -88,7 +88,9 @@ class _Runner:
         self.kernel = runners.get("cuda_sim").kernel(code, kernel, filename=filename)
         self.args, self.launch = args, launch
         self.elements: int = START_ELEMENTS
-        self.runs = 0
+        self.runs = 0  # size sets run (MAX_RUNS bounds them)
+        self.launches = 0  # simulator runs: a size set whose buffers were too small runs again
+        self.reached: list[tuple[dict[str, int], int]] = []  # (sizes, largest extent) so far
         self.seed = 2  # the next random size set's seed (agent.shape_probe._another)
         self.failure = ""  # why the first run that could not run failed, when it says
         self.started = time.monotonic()
@@ -114,13 +116,39 @@ class _Runner:
         return None
 
     def _grown(self, sizes: dict[str, int], counts: dict[str, int] | None):
+        if self.runs >= MAX_RUNS or time.monotonic() - self.started > MAX_SECONDS:
+            return None
+        self.runs += 1
+        self.elements = self._first_elements(sizes)
         while True:
             got = self._once(sizes, counts)
             if got is None:
                 return None
-            if max(got.values(), default=0) < self.elements or self.elements >= MAX_ELEMENTS:
+            reached = max(got.values(), default=0)
+            if reached < self.elements or self.elements >= MAX_ELEMENTS:
+                self.reached.append((dict(sizes), reached))
                 return got
             self.elements = min(self.elements * 8, MAX_ELEMENTS)  # it ran off the end: grow
+
+    def _first_elements(self, sizes: dict[str, int]) -> int:
+        """The buffer length a run at ``sizes`` starts with: START_ELEMENTS times a power of 8,
+        at least the least of the bounds earlier runs give (an extent reached at sizes s grows
+        to sizes s' at most by the product of the ratios s'/s above 1, where it is a
+        multilinear expression with positive terms, as flat and strided views are); a wrong
+        bound only costs a run that grows. Buffers sized to the run: each is made, written and
+        read by every run, and the largest a probe needs (16M elements) made runs at small
+        sizes 50 times slower."""
+        bounds = []
+        for before, reached in self.reached:
+            if before.keys() != sizes.keys() or any(v <= 0 for v in (*before.values(),
+                                                                     *sizes.values())):
+                continue
+            bounds.append(reached * math.prod(max(1.0, sizes[n] / before[n]) for n in sizes))
+        need = min(bounds, default=0.0)
+        elements = START_ELEMENTS
+        while elements <= need and elements < MAX_ELEMENTS:
+            elements = min(elements * 8, MAX_ELEMENTS)
+        return elements
 
     def _pointed(self, values: list) -> list:
         """The kernel's arguments: each struct with its pointer fields pointing at the arrays
@@ -132,10 +160,8 @@ class _Runner:
 
     def _once(self, sizes: dict[str, int], counts: dict[str, int] | None
               ) -> dict[str, int] | None:
-        if self.runs >= MAX_RUNS or time.monotonic() - self.started > MAX_SECONDS:
-            return None
-        self.runs += 1
-        rng = np.random.default_rng(self.runs)
+        self.launches += 1
+        rng = np.random.default_rng(self.launches)
         values = []
         for a in self.args:
             storage = DTYPES[a.dtype][0]
@@ -216,7 +242,7 @@ def probe_shapes(code: str, kernel: str, filename: str, args: list[ArgProbe],
         why = f" ({runner.failure})" if runner.failure else ""
         probe.unfitted = {b: f"the kernel did not run in cuda_sim at the case's sizes{why}"
                           for b in buffers}
-        probe.runs = runner.runs
+        probe.runs = runner.launches
         return probe
     probe.base = dict(base)
     # an extent that moves with the data (the neighbours a search finds) holds at no size set
@@ -245,7 +271,7 @@ def probe_shapes(code: str, kernel: str, filename: str, args: list[ArgProbe],
                     probe.unfitted[b] = (f"{probe.shapes.pop(b)} fits the sizes moved one by "
                                          "one but not sizes that keep "
                                          f"{relations.describe()}, and nothing fits those")
-    probe.runs = runner.runs
+    probe.runs = runner.launches
     return probe
 
 

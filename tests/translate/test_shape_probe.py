@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.shape_probe import ArgProbe, probe_shapes
+from agent.shape_probe import START_ELEMENTS, ArgProbe, extents_runner, probe_shapes
 from runners.sizeexpr import evaluate
 
 
@@ -45,6 +45,27 @@ def test_a_strided_input_and_a_dense_output_are_fitted():
             at["ncols"]
         assert evaluate(probe.shapes["dst"], at) == at["nrows"] * at["ncols"]
     assert "unused" in probe.unfitted and "never accessed" in probe.unfitted["unused"]
+
+
+def test_each_run_has_buffers_for_its_own_sizes():
+    """Runs at the given sizes, then at large ones (larger buffers), then at the given sizes
+    again: that run's buffers are small again; a run at sizes the earlier runs bound starts
+    with buffers large enough, in one launch."""
+    args = [ArgProbe("x", "in", "float32"), ArgProbe("dst", "out", "float32"),
+            ArgProbe("ncols", "scalar", "int32", "ncols"),
+            ArgProbe("stride_row", "scalar", "int64", "stride_row"),
+            ArgProbe("unused", "in", "float32")]
+    runner = extents_runner(ROWS, "rows", "rows.cu", args,
+                            _launch(["nrows", "1", "1"], ["32", "1", "1"]))
+    given = {"nrows": 5, "ncols": 40, "stride_row": 48}
+    assert runner.extents(given)["dst"] == 200 and runner.launches == 1
+    assert runner.extents({"nrows": 40, "ncols": 3000, "stride_row": 3000})["dst"] == 120000
+    assert runner.elements > 120000
+    launches = runner.launches
+    assert runner.extents(given)["dst"] == 200
+    assert runner.elements == START_ELEMENTS and runner.launches == launches + 1
+    assert runner.extents({"nrows": 80, "ncols": 3000, "stride_row": 3000})["dst"] == 240000
+    assert runner.launches == launches + 2
 
 
 CONCAT = r"""
