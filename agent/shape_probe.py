@@ -178,7 +178,12 @@ class _Runner:
                     v = evaluate(a.value, sizes) if isinstance(a.value, str) else a.value
                 except SizeExprError:
                     return None
-                values.append(np.dtype(storage).type(v))
+                try:
+                    values.append(np.dtype(storage).type(v))
+                except OverflowError:  # `--size n=3000000000` for an int32 n
+                    self.failure = self.failure or (f"{a.name} = {v} does not fit its type "
+                                                    f"{a.dtype}")
+                    return None
             elif a.offsets and a.role != "out":
                 try:
                     end = int(evaluate(a.offsets, sizes))
