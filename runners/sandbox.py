@@ -300,7 +300,7 @@ class Jail:
                     info_w = -1
                 timed_out = False
                 try:
-                    wait_for(proc, timeout)
+                    _wait_for(proc, timeout)
                 except subprocess.TimeoutExpired:
                     timed_out = True
                     _kill_jail(proc, info_r)
@@ -317,7 +317,7 @@ class Jail:
                    time.perf_counter() - start, len(text) > MAX_OUTPUT)
 
 
-def wait_for(proc: subprocess.Popen, timeout: float) -> int:
+def _wait_for(proc: subprocess.Popen, timeout: float) -> int:
     """``proc.wait(timeout)`` that returns as soon as the process ends: Popen's own wait polls
     with sleeps of up to 50 ms, a launch's worth of time. Raises subprocess.TimeoutExpired."""
     try:
