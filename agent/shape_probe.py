@@ -81,16 +81,19 @@ def extents_runner(code: str, kernel: str, filename: str, args: list[ArgProbe],
 
 
 class _Runner:
-    """Runs the kernel at a size set with buffers of ``elements`` each; extents by name."""
+    """Runs the kernel at a size set, each buffer sized for it; extents by name."""
 
     def __init__(self, code: str, kernel: str, filename: str, args: list[ArgProbe],
                  launch: Callable[[dict], tuple[list, list, int]]):
         self.kernel = runners.get("cuda_sim").kernel(code, kernel, filename=filename)
         self.args, self.launch = args, launch
-        self.elements: int = START_ELEMENTS
+        self.buffers = [a.name for a in args if a.role != "scalar" and not a.fields
+                        and not a.null]
+        self.lengths: dict[str, int] = {}  # each buffer's length in the last run (elements)
         self.runs = 0  # size sets run (MAX_RUNS bounds them)
         self.launches = 0  # simulator runs: a size set whose buffers were too small runs again
-        self.reached: list[tuple[dict[str, int], int]] = []  # (sizes, largest extent) so far
+        self.reached: list[tuple[dict[str, int], dict[str, int]]] = []  # (sizes, extents) so far
+        self.movers: dict[str, list[str]] = {}  # the sizes known to move a buffer's extent
         self.seed = 2  # the next random size set's seed (agent.shape_probe._another)
         self.failure = ""  # why the first run that could not run failed, when it says
         self.started = time.monotonic()
@@ -119,36 +122,40 @@ class _Runner:
         if self.runs >= MAX_RUNS or time.monotonic() - self.started > MAX_SECONDS:
             return None
         self.runs += 1
-        self.elements = self._first_elements(sizes)
+        self.lengths = self._first_lengths(sizes)
         while True:
             got = self._once(sizes, counts)
             if got is None:
                 return None
-            reached = max(got.values(), default=0)
-            if reached < self.elements or self.elements >= MAX_ELEMENTS:
-                self.reached.append((dict(sizes), reached))
+            short = {b: e for b, e in got.items()
+                     if e >= self.lengths[b] and self.lengths[b] < MAX_ELEMENTS}
+            if not short:
+                self.reached.append((dict(sizes), got))
                 return got
-            self.elements = min(self.elements * 8, MAX_ELEMENTS)  # it ran off the end: grow
+            for b, e in short.items():  # it ran off these buffers' ends: grow them past it
+                self.lengths[b] = _length(max(e + 1, self.lengths[b] * 8))
 
-    def _first_elements(self, sizes: dict[str, int]) -> int:
-        """The buffer length a run at ``sizes`` starts with: START_ELEMENTS times a power of 8,
-        at least the least of the bounds earlier runs give (an extent reached at sizes s grows
-        to sizes s' at most by the product of the ratios s'/s above 1, where it is a
-        multilinear expression with positive terms, as flat and strided views are); a wrong
-        bound only costs a run that grows. Buffers sized to the run: each is made, written and
-        read by every run, and the largest a probe needs (16M elements) made runs at small
-        sizes 50 times slower."""
-        bounds = []
-        for before, reached in self.reached:
-            if before.keys() != sizes.keys() or any(v <= 0 for v in (*before.values(),
-                                                                     *sizes.values())):
-                continue
-            bounds.append(reached * math.prod(max(1.0, sizes[n] / before[n]) for n in sizes))
-        need = min(bounds, default=0.0)
-        elements = START_ELEMENTS
-        while elements <= need and elements < MAX_ELEMENTS:
-            elements = min(elements * 8, MAX_ELEMENTS)
-        return elements
+    def _first_lengths(self, sizes: dict[str, int]) -> dict[str, int]:
+        """Each buffer's length in a run at ``sizes``: the least of the bounds earlier runs
+        give its extent (one reached at sizes s grows to sizes s' at most by the product of
+        the ratios s'/s above 1, where it is a multilinear expression with positive terms, as
+        flat and strided views are), rounded up (``_length``); a wrong bound only costs a run
+        that grows. Once the sizes that move a buffer are known (``movers``), only theirs
+        count. Each buffer is sized on its own and to the run: every buffer is made, written
+        and read by every run, and one sized for the largest extent any buffer or run needs
+        (16M elements) made a run 10-50 times slower than one sized to its own."""
+        lengths = {}
+        for b in self.buffers:
+            bounds = []
+            moving = self.movers.get(b, sizes)
+            for before, reached in self.reached:
+                if before.keys() != sizes.keys() or any(v <= 0 for v in (*before.values(),
+                                                                         *sizes.values())):
+                    continue
+                bounds.append(reached.get(b, 0) * math.prod(max(1.0, sizes[n] / before[n])
+                                                            for n in moving))
+            lengths[b] = _length(min(bounds, default=0.0))
+        return lengths
 
     def _pointed(self, values: list) -> list:
         """The kernel's arguments: each struct with its pointer fields pointing at the arrays
@@ -189,18 +196,18 @@ class _Runner:
                     end = int(evaluate(a.offsets, sizes))
                 except SizeExprError:
                     return None
-                fill = np.zeros(self.elements, np.int64)
+                fill = np.zeros(self.lengths[a.name], np.int64)
                 if counts is not None:
-                    n = min(counts[a.name], self.elements)
+                    n = min(counts[a.name], len(fill))
                     fill[n:] = end
                     fill[:n] = csr_offsets(n, end, rng)
                 values.append(fill.astype(storage))
             elif a.dtype.startswith(("float", "bfloat")) and a.role != "out":
-                values.append(rng.standard_normal(self.elements).astype(storage))
+                values.append(rng.standard_normal(self.lengths[a.name]).astype(storage))
             elif a.role != "out":
-                values.append(rng.integers(0, 4, self.elements).astype(storage))
+                values.append(rng.integers(0, 4, self.lengths[a.name]).astype(storage))
             else:
-                values.append(np.zeros(self.elements, storage))
+                values.append(np.zeros(self.lengths[a.name], storage))
         values = self._pointed(values)
         try:
             grid, block, smem = self.launch(sizes)
@@ -221,8 +228,8 @@ class _Runner:
             ends = [s[1] for s in sides if s is not None]
             if a.role != "scalar" and not a.fields and not a.null:
                 out[a.name] = max(ends, default=0)
-        if fault and not (run.extents and max(out.values(), default=0) > self.elements
-                          and self.elements < MAX_ELEMENTS):
+        if fault and not (run.extents and any(e > self.lengths[b] and self.lengths[b] <
+                                              MAX_ELEMENTS for b, e in out.items())):
             if run.findings and not self.failure:
                 self.failure = str(run.findings[0])[:300]
             return None  # sizes the kernel cannot run at (a tile overrun, a fault)
@@ -304,6 +311,7 @@ def _fit(runner: _Runner, buffers: list[str], sizes: dict[str, int], base: dict,
     movers = {b: [n for n in names if doubled[n] is None or doubled[n][b] != base[b]]
               for b in buffers}
     _hidden_movers(runner, buffers, sizes, names, movers, samples, rel)
+    runner.movers = movers  # later runs' buffers sized by these sizes' moves only
     shapes, unfitted = {}, {}
     for b in buffers:
         moved = movers[b]
@@ -357,6 +365,15 @@ def _hidden_movers(runner: _Runner, buffers: list[str], sizes: dict[str, int], n
         for b in changed:
             if moved[b] != there[b] and n not in movers[b]:
                 movers[b].append(n)
+
+
+def _length(need: float) -> int:
+    """A buffer length of at least ``need`` elements: START_ELEMENTS times a power of 2, at
+    most MAX_ELEMENTS."""
+    length = START_ELEMENTS
+    while length <= need and length < MAX_ELEMENTS:
+        length *= 2
+    return min(length, MAX_ELEMENTS)
 
 
 def _double(v: int) -> int:  # keeps the sign of a negative shift

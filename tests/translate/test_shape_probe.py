@@ -49,8 +49,8 @@ def test_a_strided_input_and_a_dense_output_are_fitted():
 
 def test_each_run_has_buffers_for_its_own_sizes():
     """Runs at the given sizes, then at large ones (larger buffers), then at the given sizes
-    again: that run's buffers are small again; a run at sizes the earlier runs bound starts
-    with buffers large enough, in one launch."""
+    again: that run's buffers are small again; a buffer the kernel never reaches stays small;
+    a run at sizes the earlier runs bound starts with buffers large enough, in one launch."""
     args = [ArgProbe("x", "in", "float32"), ArgProbe("dst", "out", "float32"),
             ArgProbe("ncols", "scalar", "int32", "ncols"),
             ArgProbe("stride_row", "scalar", "int64", "stride_row"),
@@ -60,10 +60,11 @@ def test_each_run_has_buffers_for_its_own_sizes():
     given = {"nrows": 5, "ncols": 40, "stride_row": 48}
     assert runner.extents(given)["dst"] == 200 and runner.launches == 1
     assert runner.extents({"nrows": 40, "ncols": 3000, "stride_row": 3000})["dst"] == 120000
-    assert runner.elements > 120000
+    assert runner.lengths["dst"] > 120000
+    assert runner.lengths["unused"] == START_ELEMENTS  # each buffer sized for its own extent
     launches = runner.launches
     assert runner.extents(given)["dst"] == 200
-    assert runner.elements == START_ELEMENTS and runner.launches == launches + 1
+    assert runner.lengths["dst"] == START_ELEMENTS and runner.launches == launches + 1
     assert runner.extents({"nrows": 80, "ncols": 3000, "stride_row": 3000})["dst"] == 240000
     assert runner.launches == launches + 2
 
