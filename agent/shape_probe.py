@@ -311,7 +311,7 @@ def _fit(runner: _Runner, buffers: list[str], sizes: dict[str, int], base: dict,
     movers = {b: [n for n in names if doubled[n] is None or doubled[n][b] != base[b]]
               for b in buffers}
     _hidden_movers(runner, buffers, sizes, names, movers, samples, rel)
-    runner.movers = movers  # later runs' buffers sized by these sizes' moves only
+    runner.movers.update(movers)  # later runs size these buffers by these sizes alone
     shapes, unfitted = {}, {}
     for b in buffers:
         moved = movers[b]
