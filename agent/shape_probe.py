@@ -87,8 +87,7 @@ class _Runner:
                  launch: Callable[[dict], tuple[list, list, int]]):
         self.kernel = runners.get("cuda_sim").kernel(code, kernel, filename=filename)
         self.args, self.launch = args, launch
-        self.buffers = [a.name for a in args if a.role != "scalar" and not a.fields
-                        and not a.null]
+        self.buffers = [a.name for a in args if _is_buffer(a)]  # the arrays extents describe
         self.lengths: dict[str, int] = {}  # each buffer's length in the last run (elements)
         self.runs = 0  # size sets run (MAX_RUNS bounds them)
         self.launches = 0  # simulator runs: a size set whose buffers were too small runs again
@@ -144,17 +143,15 @@ class _Runner:
         count. Each buffer is sized on its own and to the run: every buffer is made, written
         and read by every run, and one sized for the largest extent any buffer or run needs
         (16M elements) made a run 10-50 times slower than one sized to its own."""
+        earlier = [(before, reached) for before, reached in self.reached
+                   if before.keys() == sizes.keys()
+                   and all(v > 0 for v in (*before.values(), *sizes.values()))]
         lengths = {}
         for b in self.buffers:
-            bounds = []
             moving = self.movers.get(b, sizes)
-            for before, reached in self.reached:
-                if before.keys() != sizes.keys() or any(v <= 0 for v in (*before.values(),
-                                                                         *sizes.values())):
-                    continue
-                bounds.append(reached.get(b, 0) * math.prod(max(1.0, sizes[n] / before[n])
-                                                            for n in moving))
-            lengths[b] = _length(min(bounds, default=0.0))
+            lengths[b] = _length(min((reached.get(b, 0) * math.prod(
+                max(1.0, sizes[n] / before[n]) for n in moving)
+                for before, reached in earlier), default=0.0))
         return lengths
 
     def _pointed(self, values: list) -> list:
@@ -226,7 +223,7 @@ class _Runner:
             sides = [seen.get("read")] if a.role == "in" else [seen.get("write")] \
                 if a.role == "out" else [seen.get("read"), seen.get("write")]
             ends = [s[1] for s in sides if s is not None]
-            if a.role != "scalar" and not a.fields and not a.null:
+            if _is_buffer(a):
                 out[a.name] = max(ends, default=0)
         if fault and not (run.extents and any(e > self.lengths[b] and self.lengths[b] <
                                               MAX_ELEMENTS for b, e in out.items())):
@@ -249,7 +246,7 @@ def probe_shapes(code: str, kernel: str, filename: str, args: list[ArgProbe],
     runner = _Runner(code, kernel, filename, args, launch)
     probe = Probe(relations=[r.text() for r in stated.relations])
     base = runner.extents(sizes)
-    buffers = [a.name for a in args if a.role != "scalar" and not a.fields and not a.null]
+    buffers = list(runner.buffers)
     if base is None:
         why = f" ({runner.failure})" if runner.failure else ""
         probe.unfitted = {b: f"the kernel did not run in cuda_sim at the case's sizes{why}"
@@ -365,6 +362,12 @@ def _hidden_movers(runner: _Runner, buffers: list[str], sizes: dict[str, int], n
         for b in changed:
             if moved[b] != there[b] and n not in movers[b]:
                 movers[b].append(n)
+
+
+def _is_buffer(a: ArgProbe) -> bool:
+    """An array the kernel reads or writes through a pointer argument of its own or a struct
+    field (not a scalar, a struct passed whole, or a null pointer)."""
+    return a.role != "scalar" and not a.fields and not a.null
 
 
 def _length(need: float) -> int:

@@ -31,11 +31,11 @@ from pathlib import Path
 import numpy as np
 
 from evals import bench_kb_questions as bench
+from evals.calibrate_kb import QUESTIONS as CALIBRATION
 from kb.chunks import asked_of
 from kb.embed import resolve_model
 from kb.search import BM25Cache
 
-CALIBRATION = Path(__file__).parent / "data" / "kb_calibration_questions.toml"
 FOLDS = 5
 BATCH = 32
 TAU = 0.05  # contrastive temperature
@@ -147,14 +147,11 @@ def measure(store, cache: Path, questions: list[tuple[str, tuple[str, ...]]],
                 return enc.encode([text])[0].numpy().tolist()
         store.embedder.query = query
     try:
-        ranks = [bench.first_rank(store, bench.Question(t, "", r, "tune"), cache)
-                 for t, r in questions]
+        got = bench.recall(store, [bench.Question(t, "", r, "tune") for t, r in questions],
+                           cache)["tune"]
     finally:
         store.embedder.query = shipped
-    n = len(ranks)
-    return np.array([sum(r == 1 for r in ranks) / n,
-                     sum(r is not None and r <= 3 for r in ranks) / n,
-                     sum(1 / r for r in ranks if r) / n])
+    return np.array(got[:3])
 
 
 def main(argv: list[str] | None = None) -> int:
