@@ -2,9 +2,10 @@
 
 SIGTERM and SIGHUP become an exception (``Terminated``), so every ``with`` and ``finally`` runs
 as it does for Ctrl-C. SIGKILL cannot be caught: children die with kport (PR_SET_PDEATHSIG,
-bubblewrap's --die-with-parent), and every scratch folder and partial file kport makes carries
-its owner in its name (``kport-launch-p1234s5678n4026531836-x1y2``: pid, process start time,
-PID namespace), so the next kport that makes one removes those whose owner is gone.
+bubblewrap's --die-with-parent, kport-tie in every jail), and every scratch folder and partial
+file kport makes carries its owner in its name (``kport-launch-p1234s5678n4026531836-x1y2``:
+pid, process start time, PID namespace), so the next kport that makes one removes those whose
+owner is gone.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from runners.errors import KportError
@@ -235,6 +235,16 @@ def tied_command(command: list[str]) -> list[str]:
             "--die-with-parent", "--", *command]
 
 
+def _tie(settings: Settings | None) -> Path | None:
+    """The jail's first process, kport-tie (runners/simcore/rt/tie.cpp): it ends every process
+    of the jail when kport dies, even in the milliseconds before bubblewrap's own tie to kport
+    is made. None where it cannot be built (then bubblewrap's tie alone)."""
+    # lazy: simbuild builds kport-tie, and itself runs compiles in this module's jail
+    from runners.simbuild import tie_executable
+
+    return tie_executable(settings)
+
+
 def _preexec(limits: Limits):
     on_parent_death = die_with_parent()
 
@@ -286,18 +296,24 @@ class Jail:
         # bwrap reports the jail's first process on --info-fd: on a timeout that process is
         # killed too, and with it every process of the jail's PID namespace
         info_r, info_w = os.pipe() if iso.jailed else (-1, -1)
-        argv = self.argv(command, cwd, _bwrap(), info_w) if iso.jailed else command
+        # kport's death reaches the jail through a pipe whose only write end kport holds
+        tie = _tie(settings) if iso.jailed else None
+        life_r, life_w = os.pipe() if tie else (-1, -1)
+        jail = replace(self, mounts=[*self.mounts, Mount(tie)]) if tie else self
+        tied = [str(tie), str(life_r), *command] if tie else command
+        argv = jail.argv(tied, cwd, _bwrap(), info_w) if iso.jailed else command
         env = None if iso.jailed else {"PATH": "/usr/bin:/bin", "LANG": "C", **self.env}
         start = time.perf_counter()
         try:
             with tempfile.TemporaryFile() as out:  # outside the jail's view
                 proc = subprocess.Popen(argv, cwd=cwd or "/", env=env, stdin=subprocess.DEVNULL,
                                         stdout=out, stderr=subprocess.STDOUT,
-                                        pass_fds=(info_w,) if iso.jailed else (),
+                                        pass_fds=tuple(fd for fd in (info_w, life_r) if fd >= 0),
                                         preexec_fn=_preexec(limits))
-                if iso.jailed:
-                    os.close(info_w)
-                    info_w = -1
+                for fd in (info_w, life_r):
+                    if fd >= 0:
+                        os.close(fd)
+                info_w = life_r = -1
                 timed_out = False
                 try:
                     _wait_for(proc, timeout)
@@ -310,7 +326,7 @@ class Jail:
                 out.seek(0)
                 text = out.read(MAX_OUTPUT + 1)
         finally:
-            for fd in (info_r, info_w):
+            for fd in (info_r, info_w, life_r, life_w):
                 if fd >= 0:
                     os.close(fd)
         return Ran(proc.returncode, text[:MAX_OUTPUT].decode(errors="replace"), timed_out,

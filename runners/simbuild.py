@@ -29,7 +29,7 @@ from runners import opcount, workitems
 from runners.lifetime import partial_file, temp_folder
 from runners.sandbox import Jail, Limits, Mount, die_with_parent, read_jailed, tied_command
 from runners.settings import Settings, load_settings
-from runners.toolchain import Compiler, find_compiler
+from runners.toolchain import Compiler, CompilerNotFound, find_compiler
 
 SIMCORE = Path(__file__).resolve().parent / "simcore"
 INCLUDE = SIMCORE / "include"
@@ -58,6 +58,10 @@ CHECKED_FLAGS = ("-Xclang", "-fsanitize=thread", "-gline-tables-only", "-fno-vec
 # (an inline bounds check, the rest in the runtime) are inlined at every access.
 CHECKED_CODEGEN_FLAGS = ("-O2", "-fPIC", "-fno-vectorize", "-fno-slp-vectorize")
 HOST_FLAGS = ("-std=c++20", "-O2", "-pthread", "-rdynamic")
+# kport-tie (rt/tie.cpp) uses no library at all: one static binary for every jail, /usr or not.
+TIE_FLAGS = ("-std=c++20", "-O2", "-static", "-nostdlib", "-ffreestanding", "-fno-builtin",
+             "-fno-stack-protector", "-fno-exceptions", "-fno-rtti")
+TIE_MACHINES = ("x86_64", "amd64", "aarch64", "arm64")
 # Kernels link against nothing: the host provides libc and libm. So a jailed compile needs no
 # writable compiler cache (zig would otherwise build its libc++ there).
 LINK_FLAGS = ("-shared", "-nostdlib")
@@ -213,15 +217,42 @@ def host_executable(settings: Settings | None = None) -> Path:
     recorded hash on every use."""
     settings = settings or load_settings()
     compiler = find_compiler(settings.cxx)
+    exe = _host_folder(compiler, settings) / "kport-simhost"
+    if cached_file(exe) is None:
+        sources = [str(SIMCORE / "rt" / name) for name in RUNTIME_SOURCES]
+        # The first build with ziglang also builds zig's libc++ once (about a minute).
+        ok, log, _ = _compile(compiler, [*HOST_FLAGS, *sources, "-ldl"], exe, 900, settings)
+        if not ok:
+            raise RuntimeError(f"building the simulator host failed (a kport bug):\n"
+                               f"{log[-4000:]}")
+        _record_hash(exe, exe.read_bytes())
+    tie_executable(settings)  # beside it: a copy of the host's folder carries both
+    return exe
+
+
+def _host_folder(compiler: Compiler, settings: Settings) -> Path:
     key = _key(shim_digest(), compiler.describe(), cpu_id(), *HOST_FLAGS)
-    exe = settings.build_cache_dir / f"host-{key}" / "kport-simhost"
+    return settings.build_cache_dir / f"host-{key}"
+
+
+def tie_executable(settings: Settings | None = None) -> Path | None:
+    """kport-tie, the first process of every jail (rt/tie.cpp says why), built once beside the
+    host; None where it cannot be: no compiler, or a machine other than x86_64 and aarch64 (a
+    jail there is tied to kport by bubblewrap alone)."""
+    settings = settings or load_settings()
+    if platform.machine().lower() not in TIE_MACHINES:
+        return None
+    try:
+        compiler = find_compiler(settings.cxx)
+    except CompilerNotFound:
+        return None
+    exe = _host_folder(compiler, settings) / "kport-tie"
     if cached_file(exe) is not None:
         return exe
-    sources = [str(SIMCORE / "rt" / name) for name in RUNTIME_SOURCES]
-    # The first build with ziglang also builds zig's libc++ once (about a minute).
-    ok, log, _ = _compile(compiler, [*HOST_FLAGS, *sources, "-ldl"], exe, 900, settings)
+    ok, log, _ = _compile(compiler, [*TIE_FLAGS, str(SIMCORE / "rt" / "tie.cpp")], exe, 300,
+                          settings)
     if not ok:
-        raise RuntimeError(f"building the simulator host failed (a kport bug):\n{log[-4000:]}")
+        raise RuntimeError(f"building kport-tie failed (a kport bug):\n{log[-4000:]}")
     _record_hash(exe, exe.read_bytes())
     return exe
 

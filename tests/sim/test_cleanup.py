@@ -289,3 +289,46 @@ def test_a_kport_killed_before_its_child_is_tied_leaves_nothing_running(tmp_path
     finally:
         for pid in _mentioning(marker):
             os.kill(pid, signal.SIGKILL)
+
+
+# A kport killed while bubblewrap sets a jail up, before the jail's first process has tied
+# itself to bubblewrap (which alone dies with kport): --block-fd holds the jail inside that
+# window until kport is dead, then lets it go on.
+SETUP_RACE = """
+import os, subprocess, sys
+from runners import sandbox
+block = int(sys.argv[2])
+sandbox.require_isolation()  # the jail's probe runs unheld
+base_args, popen = sandbox._base_args, subprocess.Popen
+sandbox._base_args = lambda bwrap: [*base_args(bwrap), "--block-fd", str(block)]
+subprocess.Popen = lambda *a, pass_fds=(), **kw: popen(*a, pass_fds=(*pass_fds, block), **kw)
+sandbox.Jail().run(["sleep", sys.argv[1]], timeout=600)
+"""
+
+
+def test_a_kport_killed_while_its_jail_is_set_up_leaves_nothing_running():
+    import random
+
+    from runners.sandbox import isolation
+
+    if not isolation().jailed:
+        pytest.skip(f"no jail on this machine: {isolation().problem}")
+    marker = f"400.{random.randrange(10**6, 10**7)}"
+    hold, release = os.pipe()
+    parent = subprocess.Popen([sys.executable, "-c", SETUP_RACE, marker, str(hold)], cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)}, pass_fds=(hold,))
+    os.close(hold)
+    try:
+        jail = lambda: [p for p, c in _mentioning(marker).items()  # noqa: E731
+                        if "bwrap" in c.split()[0] and p != parent.pid]
+        _wait_for(lambda: len(jail()) >= 2, 60, "bubblewrap never cloned the jail")
+        parent.kill()
+        parent.wait()
+        _wait_for(lambda: len(jail()) <= 1, 10, "bubblewrap outlived kport")
+        os.write(release, b"x")  # the jail goes on: bubblewrap's tie comes too late now
+        time.sleep(2.0)
+        assert not _mentioning(marker), "the jail outlived kport"
+    finally:
+        os.close(release)
+        for pid in _mentioning(marker):
+            os.kill(pid, signal.SIGKILL)
