@@ -402,14 +402,14 @@ void __kp_check_access(const void* addr, size_t size, int is_write, unsigned lin
   on_access((void*)addr, size, is_write, __KP_PC, line);
 }
 
-void __kp_access(const void* addr, size_t size, int is_write, int aligned) {
+void __kp_access(const void* addr, size_t size, int is_write, int aligned, void* pc) {
   __kp::Worker* w = __kp::t_worker;
   uintptr_t tg_off = (uintptr_t)addr - (uintptr_t)(w ? w->tg_arena : nullptr);
   if (w && w->running && tg_off < w->tg_capacity && !__kp::g_launch.count &&
       (!aligned || ((uintptr_t)addr & (size - 1)) == 0))  // threadgroup memory: straight there
-    return __kp::tg_access(w, tg_off, size, is_write, __KP_PC, 0);
-  if (aligned) on_aligned((void*)addr, size, is_write, __KP_PC);
-  else on_access((void*)addr, size, is_write, __KP_PC);
+    return __kp::tg_access(w, tg_off, size, is_write, pc, 0);
+  if (aligned) on_aligned((void*)addr, size, is_write, pc);
+  else on_access((void*)addr, size, is_write, pc);
 }
 
 void __tsan_init() {}

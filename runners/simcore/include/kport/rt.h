@@ -129,10 +129,9 @@ struct __kp_tg_check {
   uint32_t track;             // race or uninitialised-read checks asked for
 };
 // Everything the inline check does not settle: `aligned` when the compiler assumed n-byte
-// alignment (a misaligned address is reported). The return address locates the access, so
-// no two call sites may be merged into one.
-__attribute__((nomerge)) void __kp_access(const void* addr, size_t size, int is_write,
-                                          int aligned);
+// alignment (a misaligned address is reported); `pc`, a return address in the kernel's code,
+// locates the access.
+void __kp_access(const void* addr, size_t size, int is_write, int aligned, void* pc);
 
 // Check an access done by a shim built-in that is not instrumented (atomics): reports OOB against
 // buffers and threadgroup arrays when the launch runs with full checks.
