@@ -3,11 +3,14 @@ question people actually ask, and how fast is a warm query?
 
     python -m evals.bench_kb_questions [--workdir DIR] [--latency-store DIR] [--chunks N]
                                        [--llama SDIST] [--split tune|held_out]
+                                       [--questions FILE]
 
 Questions: evals/data/kb_questions.toml, each from a public issue or forum thread and labelled
 with the rule ids (concept, fix and architecture rules of kb/rules) that answer it; `split` is
 fixed by a hash of the question (split_of), and search changes are tuned on "tune" only
 (``--split tune`` measures that half alone, so tuning runs never print the held-out figures).
+evals/data/kb_questions_fresh.toml (``--questions``) holds questions gathered after the tuning,
+from threads the main file does not cite: a figure no search change was fitted to.
 Retrieval: a store built as `kport kb build` builds it; each question is searched over the
 knowledge collections (rules, fixes, arch) and scores at the rank of the first hit carrying one
 of its rule ids: recall@1, recall@3 and MRR per split, for hybrid search and BM25 as the anchor.
@@ -38,6 +41,7 @@ from kb.store import KBStore
 from runners.errors import KportError
 
 QUESTIONS = Path(__file__).parent / "data" / "kb_questions.toml"
+FRESH_QUESTIONS = QUESTIONS.with_name("kb_questions_fresh.toml")
 KNOWLEDGE = ["rules", "fixes", "arch"]  # the collections whose chunks carry a rule id
 SPLITS = ("tune", "held_out")
 METHODS = (("hybrid", "hybrid"), ("BM25", "bm25"))
@@ -195,10 +199,18 @@ def main(argv: list[str] | None = None) -> int:
                     help="measure this half only (tune while tuning; default: both)")
     ap.add_argument("--misses", action="store_true", help="list the tune questions missed")
     ap.add_argument("--no-latency", action="store_true", help="measure recall only")
+    ap.add_argument("--questions", type=Path, default=QUESTIONS,
+                    help=f"question file (default {QUESTIONS.name}; {FRESH_QUESTIONS.name}: the "
+                    "fresh set)")
     args = ap.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="kport-bench-kbq-"))
     work.mkdir(parents=True, exist_ok=True)
-    questions = [q for q in load_questions() if args.split in (None, q.split)]
+    try:
+        questions = [q for q in load_questions(args.questions)
+                     if args.split in (None, q.split)]
+    except QuestionFileError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
 
     store = knowledge_store(work / "knowledge" / "kb")
     cache = work / "knowledge" / "cache"

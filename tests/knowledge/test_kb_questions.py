@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from evals.bench_kb_questions import (
+    FRESH_QUESTIONS,
     QuestionFileError,
     known_rule_ids,
     load_questions,
@@ -41,6 +42,19 @@ def test_the_question_file_is_well_formed():
         assert q.split == split_of(q.text)
     for split in ("tune", "held_out"):
         assert sum(q.split == split for q in questions) >= 70
+
+
+def test_the_fresh_questions_come_from_threads_the_tuned_set_does_not_cite():
+    """The fresh set measures search on questions no change was fitted to: none of its threads
+    (nor texts) may be one the main file cites, and it is well formed like the main file."""
+    fresh, tuned = load_questions(FRESH_QUESTIONS), load_questions()
+    assert len(fresh) >= 25
+    assert not {q.source for q in fresh} & {q.source for q in tuned}
+    assert not {q.text for q in fresh} & {q.text for q in tuned}
+    assert len({q.source for q in fresh}) == len(fresh)
+    for q in fresh:
+        assert q.source.startswith("https://github.com/"), q.text
+        assert q.split == split_of(q.text)
 
 
 GOOD = '''[[question]]
