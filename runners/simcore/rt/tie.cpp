@@ -113,10 +113,9 @@ int status_of(int w) {
 
 [[noreturn]] void kport_gone(i64 child) {
   // In the jail's own PID namespace (bubblewrap's pid 1 started this as pid 2), kill(-1) reaches
-  // every process of the jail and nothing outside it; elsewhere only the command's own group.
+  // every process of the jail and nothing outside it; elsewhere only the command itself.
   if (sys(SYS_getpid) == 2)
     sys(SYS_kill, -1, SIGKILL);
-  sys(SYS_kill, -child, SIGKILL);
   sys(SYS_kill, child, SIGKILL);
   leave(EXIT_KPORT_GONE);
 }
