@@ -285,16 +285,38 @@ def _record_hash(path: Path, data: bytes) -> None:
     _hash_file(path).write_text(hashlib.sha256(data).hexdigest())
 
 
+# Files this process has verified, by path: the stat of the file and of its hash file when
+# they matched. A file whose stat is unchanged since is not read and hashed again (the
+# simulator host is asked for at every launch); replacing or writing either file changes its
+# change time, which no user-space call can set back, so that is still caught.
+_VERIFIED: dict[Path, tuple] = {}
+
+
+def _stamp(path: Path) -> tuple:
+    st, sh = os.stat(path), os.stat(_hash_file(path))
+    return tuple((s.st_dev, s.st_ino, s.st_size, s.st_mtime_ns, s.st_ctime_ns) for s in (st, sh))
+
+
 def cached_file(path: Path) -> Path | None:
     """``path`` when it is in the cache and matches the hash recorded when it was stored; a
     file that does not match (damaged, or replaced behind kport's back) is removed."""
     try:
+        stamp = _stamp(path)
+        if _VERIFIED.get(path) == stamp:
+            return path
         want = _hash_file(path).read_text().strip()
         data = path.read_bytes()
     except OSError:
+        _VERIFIED.pop(path, None)
         return None
     if hashlib.sha256(data).hexdigest() == want:
+        with contextlib.suppress(OSError):
+            if _stamp(path) == stamp:  # not changed while it was read
+                if len(_VERIFIED) >= 4096:
+                    _VERIFIED.clear()
+                _VERIFIED[path] = stamp
         return path
+    _VERIFIED.pop(path, None)
     path.unlink(missing_ok=True)
     return None
 
@@ -398,15 +420,19 @@ def _jailed_build(compiler: Compiler, flags: list[str], scratch: Path, settings:
     limits = Limits(memory=COMPILE_MEMORY, file_size=COMPILE_FILE_BYTES,
                     cpu_seconds=int(timeout * 2) + 5)
     steps = [[*flags, "-E", "vetted.cpp", "-o", "vetted.ii"]] if vetting else []
+    # Code from IR is generated and linked in one compiler run (a jailed compiler run costs
+    # ~30-50 ms before it reads a byte); a C++ source is not: with -nostdlib zig also drops
+    # its C++ headers.
     if opcount.COVERAGE_FLAGS[0] in flags:  # counting: IR, its blocks numbered, then code
         steps += [[*flags, "-S", "-emit-llvm", "kernel.cpp", "-o", "kernel.ll"],
-                  ["-O2", "-fPIC", "-Wno-override-module", "-c", "counted.ll", "-o", "kernel.o"]]
+                  ["-O2", "-fPIC", "-Wno-override-module", *LINK_FLAGS, "counted.ll",
+                   "-o", "kernel.so"]]
     elif CHECKED_FLAGS[1] in flags:  # checked: IR with the hook calls, then code inlining them
         steps += [[*flags, "-emit-llvm", "-c", "kernel.cpp", "-o", "kernel.bc"],
-                  [*CHECKED_CODEGEN_FLAGS, "-c", "kernel.bc", "-o", "kernel.o"]]
+                  [*CHECKED_CODEGEN_FLAGS, *LINK_FLAGS, "kernel.bc", "-o", "kernel.so"]]
     else:
-        steps += [[*flags, "-c", "kernel.cpp", "-o", "kernel.o"]]
-    steps += [[*LINK_FLAGS, "kernel.o", "-o", "kernel.so"]]
+        steps += [[*flags, "-c", "kernel.cpp", "-o", "kernel.o"],
+                  [*LINK_FLAGS, "kernel.o", "-o", "kernel.so"]]
     log = ""
     for args in steps:
         ran = jail.run([*compiler.command, *args], cwd=scratch, timeout=timeout, limits=limits,

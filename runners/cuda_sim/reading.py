@@ -15,8 +15,9 @@ headers stay out. Clang runs in the jail: the source is outside code.
 
 from __future__ import annotations
 
+import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from runners.cuda_sim import CUDA_HEAD, inlined_source, macro_definitions
@@ -31,6 +32,7 @@ from runners.simbuild import (
     MAX_PREPROCESSED,
     compile_jail,
     parse_diagnostics,
+    shim_digest,
 )
 from runners.srcrewrite import SourceError
 from runners.toolchain import find_compiler
@@ -44,6 +46,11 @@ _HOST_LIBRARY = re.compile(r"^(cublas\w*|curand\w*|cufft\w*|cusparse\w*|cusolver
                            r"nccl\w*|nvToolsExt\w*|cuda_runtime_api|cuda_profiler_api)\.h$|"
                            r"^(nvtx3|torch|ATen|c10|pybind11)/")
 MAX_STUBS = 64  # system headers read as empty, at most: more means this is not CUDA code
+# The views of the last units read, by the unit (every user file inlined), the shim headers and
+# the compiler: a port reads its kernel's file several times (the guessed case, the translator,
+# the shape probe, the checks), each a jailed preprocessor run of ~0.15 s.
+_READ: dict[str, SourceView] = {}
+_READ_KEPT = 32
 
 
 @dataclass
@@ -96,6 +103,10 @@ def read_as_compiled(code: str, filename: str, options=()) -> SourceView:
     unit = f'{CUDA_HEAD}{defines}#line 1 "{filename}"\n{inlined}\n'
     stubbed: list[str] = []
     settings = load_settings()
+    key = hashlib.sha256("\0".join((unit, shim_digest(), settings.cxx or "")).encode()
+                         ).hexdigest()
+    if key in _READ:
+        return _copy(_READ[key], files)
     with temp_folder("kport-read-") as tmp:
         scratch = Path(tmp)
         (scratch / "unit.cpp").write_text(unit)
@@ -104,6 +115,9 @@ def read_as_compiled(code: str, filename: str, options=()) -> SourceView:
             if text is not None:
                 view = _view(text, files)
                 view.stubbed = stubbed
+                if len(_READ) >= _READ_KEPT:
+                    _READ.pop(next(iter(_READ)))
+                _READ[key] = _copy(view, files)
                 return view
             if len(stubbed) == MAX_STUBS:
                 break
@@ -113,6 +127,11 @@ def read_as_compiled(code: str, filename: str, options=()) -> SourceView:
             stubbed.append(missing)
     raise SourceError(f"{filename}: more than {MAX_STUBS} system headers are missing "
                       f"({', '.join(stubbed[:5])}, ...); is this CUDA code?")
+
+
+def _copy(view: SourceView, files: dict[str, str]) -> SourceView:
+    """``view`` with lists of its own (callers may change them) and ``files`` as read now."""
+    return replace(view, origin=list(view.origin), files=dict(files), stubbed=list(view.stubbed))
 
 
 def _preprocess(scratch: Path, filename: str, files: dict[str, str],

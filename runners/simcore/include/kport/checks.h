@@ -92,11 +92,14 @@ static inline __attribute__((always_inline)) bool __kp_view_settled(uintptr_t p)
 #ifndef __KP_TG_FIRST
 #define __KP_TG_FIRST 0
 #endif
-// What follows a miss of the last two buffers, out of line: one copy per kind of access, not
-// one inlined at every access (a checked build's second compile step took about a third longer
-// with it inlined). Its return address locates the access, so no two call sites may be merged.
+// What follows a miss of the last buffer, out of line: one copy per kind of access, not one
+// inlined at every access (a checked build's second compile step took about a third longer
+// with it inlined; with the buffer before the last tried inline too, a CUB kernel's took a
+// sixth longer, and the simulated kernels ran no faster). Its return address locates the
+// access, so no two call sites may be merged.
 template <unsigned N, bool WRITE, bool ALIGNED>
 static __attribute__((noinline, nomerge)) void __kp_access_rest(void* p) {
+  if (__kp_view_settled<N, WRITE, ALIGNED, 2>((uintptr_t)p)) return;
   if (!__KP_TG_FIRST && __kp_tg_settled<N, WRITE, ALIGNED>((uintptr_t)p)) return;
   __kp_access(p, N, WRITE, ALIGNED, __builtin_return_address(0));
 }
@@ -105,7 +108,6 @@ static __attribute__((noinline, nomerge)) void __kp_access_rest(void* p) {
     const uintptr_t a = (uintptr_t)p;                                                        \
     if (__KP_TG_FIRST && __kp_tg_settled<N, WRITE, ALIGNED>(a)) return;                      \
     if (__builtin_expect(__kp_view_settled<N, WRITE, ALIGNED, 0>(a), 1)) return;             \
-    if (__kp_view_settled<N, WRITE, ALIGNED, 2>(a)) return;                                  \
     __kp_access_rest<N, WRITE, ALIGNED>(p);                                                  \
   }
 #define __KP_CHECK_HOOKS(N)                                    \
