@@ -47,8 +47,9 @@ _HOST_LIBRARY = re.compile(r"^(cublas\w*|curand\w*|cufft\w*|cusparse\w*|cusolver
                            r"^(nvtx3|torch|ATen|c10|pybind11)/")
 MAX_STUBS = 64  # system headers read as empty, at most: more means this is not CUDA code
 # The views of the last units read, by the unit (every user file inlined), the shim headers and
-# the compiler: a port reads its kernel's file several times (the guessed case, the translator,
-# the shape probe, the checks), each a jailed preprocessor run of ~0.15 s.
+# the compiler. One process may read the same file again (a port with the knowledge base reads
+# it for the guessed case and for the rules that apply; an MCP or chat session per request),
+# and a read is one jailed preprocessor run of ~0.15 s per system header read as empty, plus one.
 _READ: dict[str, SourceView] = {}
 _READ_KEPT = 32
 
