@@ -170,6 +170,20 @@ def cpu_id() -> str:
     return platform.machine() + "|" + "|".join(lines)
 
 
+def target_flags(compiler: Compiler) -> tuple[str, ...]:
+    """Flags that make a kernel round the same on every host: narrowing to bfloat goes
+    through kport/float_calls.h, not an x86 CPU's own bf16 conversion (AVX512-BF16,
+    AVX-NE-CONVERT), which treats subnormal inputs as zero. zig targets the native CPU and
+    takes features off its -mcpu (a -mno-* flag would make it drop to a baseline CPU, and
+    with it F16C); a plain clang targets generic x86-64, which has neither, unless its
+    command says otherwise."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return ()
+    if compiler.zig:
+        return ("-mcpu=native-avx512bf16-avxneconvert",)
+    return ("-mno-avx512bf16", *(("-mno-avxneconvert",) if compiler.major >= 16 else ()))
+
+
 def _key(*parts: str) -> str:
     h = hashlib.sha256()
     for part in parts:
@@ -373,7 +387,7 @@ def build_kernel(tu: str, *, checked: bool, dialect: str = "metal",
     SandboxUnavailable when there is no jail and the user has not opted out."""
     settings = settings or load_settings()
     compiler = find_compiler(settings.cxx)
-    flags = [*KERNEL_FLAGS, *(CHECKED_FLAGS if checked else ()),
+    flags = [*KERNEL_FLAGS, *target_flags(compiler), *(CHECKED_FLAGS if checked else ()),
              *(opcount.COVERAGE_FLAGS if count and checked else
                NO_UNROLL_FLAGS if checked else ()), f"-I{INCLUDE}"]
     if checked and "__kp_tg_alloc(" in tu:  # kport/checks.h: threadgroup memory checked first

@@ -1,6 +1,8 @@
 """cuda_sim value types: __half/__half2 and __nv_bfloat16 conversions and arithmetic (rounding
 computed here with numpy and from float32 bits), CUDA vector types and vectorised loads."""
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 
@@ -257,3 +259,38 @@ def test_misaligned_float4_load_is_reported():
                                                      np.zeros(1, np.float32)))
     assert run.compiled
     assert not run.ok and any(f.line == 3 for f in run.findings)
+
+
+DOUBLE_TO_BF16 = r"""
+extern "C" __global__ void narrow(const double* x, unsigned short* bits, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) bits[i] = __builtin_bit_cast(unsigned short, (__bf16)x[i]);
+}
+"""
+
+
+def _bf16_nearest_even(d: float) -> int:
+    """The bfloat16 nearest ``d`` (ties to an even last bit), found by exact comparison with
+    every finite bfloat16 of its sign."""
+    sign = 0x8000 if np.signbit(d) else 0
+    mags = np.arange(0x7F80, dtype=np.uint32)  # +0 .. the largest finite, then 2^128 (inf)
+    values = [Fraction(float(v)) for v in (mags << 16).view(np.float32)] + [Fraction(2) ** 128]
+    target = abs(Fraction(d))
+    k = max(i for i, v in enumerate(values) if v <= target)
+    if k == len(values) - 1 or values[k] == target:
+        return sign | k
+    below, above = target - values[k], values[k + 1] - target
+    return sign | (k if below < above or (below == above and k % 2 == 0) else k + 1)
+
+
+def test_double_to_bf16_rounds_once():
+    """A double narrowed to __bf16 is rounded once, not through float's rounding first
+    (kport/float_calls.h: round to odd, then to nearest even)."""
+    one = 2.0**-7
+    x = np.array([1 + one / 2 + 2.0**-40, 1 + one / 2, 1 + one / 2 - 2.0**-40,
+                  1 + one / 2 + 2.0**-30, -(1 + 3 * one / 2), 1e-40, 2.0**-134, 2.0**-140,
+                  3.3961e38, 3.3962e38, 1e300, -1e300, 1e-300, 0.1, -1 / 3, 0.0],
+                 np.float64)
+    bits = np.zeros(x.size, np.uint16)
+    RawKernel(DOUBLE_TO_BF16, "narrow")((1,), (32,), (x, bits, np.int32(x.size)))
+    np.testing.assert_array_equal(bits, [_bf16_nearest_even(float(v)) for v in x])

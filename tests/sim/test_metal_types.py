@@ -277,6 +277,29 @@ def test_scalar_conversions():
     np.testing.assert_array_equal(got.reshape(8, 6), want)
 
 
+def test_float_to_bfloat_rounds_the_same_on_every_host():
+    """bfloat(x) rounds to nearest even and keeps subnormals wherever the simulator runs: an
+    x86 CPU's own bf16 conversion would flush them, and one without it would have the kernel
+    call the C runtime (kport/float_calls.h). Expected: torch's conversion."""
+    torch = pytest.importorskip("torch")
+    ulp = 2.0**-7
+    x = np.array([1 + ulp / 2, 1 + 3 * ulp / 2, -(1 + ulp / 2), 1 + ulp / 2 + 2**-20,
+                  2**-126, 2**-127, 2**-133, 3 * 2**-134, 2**-134, 2**-149, -(2**-130) * 1.5,
+                  3.3895e38, 3.3961e38, 3.4e38, np.inf, -np.inf, 0.0, -0.0, 0.1, -1 / 3],
+                 np.float32)
+    x = np.concatenate([x, RNG.standard_normal(44).astype(np.float32) * 1e-38])
+    src = """
+    uint i = thread_position_in_grid.x;
+    out[i] = as_type<ushort>(bfloat(a[i]));
+    """
+    got = run(src, {"a": x}, (x.size,), mx.uint16, (x.size, 1, 1), (32, 1, 1))
+    want = torch.from_numpy(x).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+    np.testing.assert_array_equal(got, want)
+    nan = run(src, {"a": np.array([np.nan, -np.nan], np.float32)}, (2,), mx.uint16,
+              (2, 1, 1), (2, 1, 1))
+    assert ((nan & 0x7F80) == 0x7F80).all() and (nan & 0x7F).all(), nan  # NaN stays NaN
+
+
 def test_half_and_bfloat_arithmetic():
     src = """
     uint i = thread_position_in_grid.x;

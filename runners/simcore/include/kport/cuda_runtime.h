@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include <kport/rt.h>
+#include <kport/float_calls.h>
 
 // ---- What the source sees: a device compilation pass of nvcc ------------------------------------
 // __CUDA_ARCH__ selects the device paths of host/device code; override with -D__CUDA_ARCH__=...

@@ -3,6 +3,7 @@
 #pragma once
 #pragma clang system_header
 #include "../rt.h"
+#include "../float_calls.h"
 
 typedef _Float16 half;
 typedef __bf16 bfloat;
