@@ -269,17 +269,21 @@ extern "C" __global__ void narrow(const double* x, unsigned short* bits, int n) 
 """
 
 
+# Every finite non-negative bfloat16 as a double (exact), in bit order, then 2^128 (infinity).
+_BF16_MAGNITUDES = np.append((np.arange(0x7F80, dtype=np.uint32) << 16).view(np.float32)
+                             .astype(np.float64), 2.0**128)
+
+
 def _bf16_nearest_even(d: float) -> int:
-    """The bfloat16 nearest ``d`` (ties to an even last bit), found by exact comparison with
-    every finite bfloat16 of its sign."""
+    """The bfloat16 nearest ``d`` (ties to an even last bit): its two neighbours found among
+    every finite bfloat16 of its sign, their distances compared exactly."""
     sign = 0x8000 if np.signbit(d) else 0
-    mags = np.arange(0x7F80, dtype=np.uint32)  # +0 .. the largest finite, then 2^128 (inf)
-    values = [Fraction(float(v)) for v in (mags << 16).view(np.float32)] + [Fraction(2) ** 128]
     target = abs(Fraction(d))
-    k = max(i for i, v in enumerate(values) if v <= target)
-    if k == len(values) - 1 or values[k] == target:
+    k = int(np.searchsorted(_BF16_MAGNITUDES, abs(d), side="right")) - 1  # largest <= |d|
+    if k == len(_BF16_MAGNITUDES) - 1 or Fraction(_BF16_MAGNITUDES[k]) == target:
         return sign | k
-    below, above = target - values[k], values[k + 1] - target
+    below = target - Fraction(_BF16_MAGNITUDES[k])
+    above = Fraction(_BF16_MAGNITUDES[k + 1]) - target
     return sign | (k if below < above or (below == above and k % 2 == 0) else k + 1)
 
 
