@@ -35,7 +35,7 @@ SIMCORE = Path(__file__).resolve().parent / "simcore"
 INCLUDE = SIMCORE / "include"
 CUDA_SYSINCLUDE = INCLUDE / "kport" / "cuda" / "sysinclude"
 RUNTIME_SOURCES = ("host.cpp", "scheduler.cpp", "checks.cpp", "tsan_atomics.cpp", "fiber.cpp",
-                   "lockdown.cpp", "counters.cpp")
+                   "lockdown.cpp", "counters.cpp", "operator_new.cpp")
 
 KERNEL_FLAGS = (
     "-std=c++20", "-O2", "-fPIC", "-fno-exceptions", "-fno-rtti",
@@ -64,13 +64,16 @@ NO_UNROLL_FLAGS = ("-fno-unroll-loops", "-mllvm", "-pragma-unroll-threshold=0")
 # builds therefore stop at LLVM IR and optimise it again: the hooks kport/checks.h defines
 # (an inline bounds check, the rest in the runtime) are inlined at every access.
 CHECKED_CODEGEN_FLAGS = ("-O2", "-fPIC", "-fno-vectorize", "-fno-slp-vectorize", *NO_UNROLL_FLAGS)
-HOST_FLAGS = ("-std=c++20", "-O2", "-pthread", "-rdynamic")
+# The host uses no C++ library (rt/mini.h has what it needs): zig would otherwise build its
+# libc++ from source on the host's first link, a minute of CPU for each new kport version.
+HOST_FLAGS = ("-std=c++20", "-O2", "-pthread", "-rdynamic", "-nostdlib++", "-nostdinc++",
+              "-fno-exceptions", "-fno-rtti")
 # kport-tie (rt/tie.cpp) uses no library at all: one static binary for every jail, /usr or not.
 TIE_FLAGS = ("-std=c++20", "-O2", "-static", "-nostdlib", "-ffreestanding", "-fno-builtin",
              "-fno-stack-protector", "-fno-exceptions", "-fno-rtti")
 TIE_MACHINES = ("x86_64", "amd64", "aarch64", "arm64")
-# Kernels link against nothing: the host provides libc and libm. So a jailed compile needs no
-# writable compiler cache (zig would otherwise build its libc++ there).
+# Kernels link against nothing: the host provides libc, libm and operator new. So a jailed
+# compile needs no writable compiler cache (zig would otherwise build its libc++ there).
 LINK_FLAGS = ("-shared", "-nostdlib")
 COMPILE_MEMORY = 8 << 30  # address space of one jailed compile
 COMPILE_FILE_BYTES = 256 << 20  # largest file a compile may write
@@ -264,8 +267,11 @@ def host_executable(settings: Settings | None = None) -> Path:
     exe = _host_folder(compiler, settings) / "kport-simhost"
     if cached_file(exe) is None:
         sources = [str(SIMCORE / "rt" / name) for name in RUNTIME_SOURCES]
-        # The first build with ziglang also builds zig's libc++ once (about a minute).
-        ok, log, _ = _compile(compiler, [*HOST_FLAGS, *sources, "-ldl"], exe, 900, settings)
+        # Seconds, also the first: no libc++ (HOST_FLAGS) and, with zig, no compiler-rt built
+        # from source either (-rtlib=none; the host calls none of its functions).
+        rtlib = ("-rtlib=none",) if compiler.zig else ()
+        ok, log, _ = _compile(compiler, [*HOST_FLAGS, *rtlib, *sources, "-ldl"], exe, 900,
+                              settings)
         if not ok:
             raise RuntimeError(f"building the simulator host failed (a kport bug):\n"
                                f"{log[-4000:]}")
@@ -435,7 +441,7 @@ def build_kernel(tu: str, *, checked: bool, dialect: str = "metal",
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "kernel.cpp").write_text(tu)  # for people reading the cache; never compiled
     prelude, body = split_prelude(tu)
-    pch = _precompiled(compiler, flags, prelude, settings) if prelude else None
+    pch = precompiled_prelude(compiler, flags, prelude, settings) if prelude else None
     with temp_folder("kport-build-") as tmp:
         scratch = Path(tmp)
         if vetting:
@@ -445,7 +451,7 @@ def build_kernel(tu: str, *, checked: bool, dialect: str = "metal",
             (scratch / "kernel.cpp").write_text(body)
             data, log, timed_out = _jailed_build(compiler, flags, scratch, settings, vetting,
                                                  pch=pch)
-        if pch is not None and data is None and not timed_out and _PCH_REFUSED.search(log):
+        if pch is not None and data is None and not timed_out and PCH_REFUSED.search(log):
             pch.unlink(missing_ok=True)  # it no longer fits: the next build makes it again
             pch = None
         if pch is None:
@@ -468,16 +474,18 @@ PCH_FILE = "prelude.pch"
 # fits: clang compares the text then.
 PCH_FLAGS = ("-fpch-validate-input-files-content",)
 # clang's words when a precompiled header does not fit the compile (then it compiles without)
-_PCH_REFUSED = re.compile(r"precompiled (header|file)|PCH file")
+PCH_REFUSED = re.compile(r"precompiled (header|file)|PCH file")
 
 
-def _precompiled(compiler: Compiler, flags: list[str], prelude: str,
-                 settings: Settings) -> Path | None:
+def precompiled_prelude(compiler: Compiler, flags: list[str], prelude: str, settings: Settings,
+                 command: list[str] | None = None) -> Path | None:
     """The cached precompiled header of ``prelude`` under ``flags`` (built in the jail on first
     use, by every process that finds none), or None when it cannot be built: the build then
-    reads the headers itself."""
+    reads the headers itself. ``command``: the compiler command that reads it, when not
+    ``compiler``'s own (the address-space check runs zig's clang)."""
+    command = list(command or compiler.command)
     key = _key("pch", prelude, shim_digest(), _shim_times(), compiler.describe(), cpu_id(),
-               *flags)
+               *command, *flags)
     folder = settings.build_cache_dir / "pch" / key
     path = folder / PCH_FILE
     if cached_file(path) is not None:
@@ -493,8 +501,7 @@ def _precompiled(compiler: Compiler, flags: list[str], prelude: str,
         scratch = Path(tmp)
         timeout = settings.compile_timeout
         ran = compile_jail(compiler, scratch, path).run(
-            [*compiler.command, *flags, *PCH_FLAGS, "-x", "c++-header", str(header), "-o",
-             PCH_FILE],
+            [*command, *flags, *PCH_FLAGS, "-x", "c++-header", str(header), "-o", PCH_FILE],
             cwd=scratch, timeout=timeout, settings=settings,
             limits=Limits(memory=COMPILE_MEMORY, file_size=COMPILE_FILE_BYTES,
                           cpu_seconds=int(timeout * 2) + 5))

@@ -21,10 +21,19 @@ from runners import srcrewrite
 from runners.cpplex import Token
 from runners.lifetime import temp_folder
 from runners.metal_sim.allowlist import Problem
-from runners.sandbox import Limits
+from runners.sandbox import Limits, Ran
 from runners.settings import Settings
-from runners.simbuild import COMPILE_MEMORY, INCLUDE, Diagnostic, compile_jail
-from runners.toolchain import find_compiler
+from runners.simbuild import (
+    COMPILE_MEMORY,
+    INCLUDE,
+    PCH_FLAGS,
+    PCH_REFUSED,
+    Diagnostic,
+    compile_jail,
+    precompiled_prelude,
+    split_prelude,
+)
+from runners.toolchain import Compiler, find_compiler
 
 SPACES = frozenset({"device", "constant", "thread", "threadgroup", "threadgroup_imageblock"})
 CHECK_DEFINE = "#define __KP_ADDRESS_SPACES 1\n"  # before the shims: their pointers get spaces
@@ -35,6 +44,8 @@ _CHECK_FLAGS = ("-std=c++20", "-fsyntax-only", "-fno-exceptions", "-fno-rtti", "
                 "-Werror=vla-cxx-extension",
                 "-fno-caret-diagnostics", "-fno-color-diagnostics", "-ferror-limit=200",
                 f"-I{INCLUDE}")
+# The prelude is precompiled with the check's flags but for output (-fsyntax-only writes none).
+_PCH_BUILD_FLAGS = tuple(f for f in _CHECK_FLAGS if f != "-fsyntax-only")
 _SCALARS = {"void", "bool", "char", "short", "int", "long", "float", "double", "signed",
             "unsigned", "half", "bfloat", "uint", "ushort", "uchar", "ulong", "size_t",
             "ptrdiff_t", "intptr_t", "uintptr_t", "float16_t", "bfloat16_t", "complex64_t",
@@ -253,17 +264,34 @@ def _command(settings: Settings) -> list[str]:
 
 
 def run_check(unit: str, files: set[str], settings: Settings) -> list[Diagnostic]:
-    """Type-check the check ``unit`` in the jail; its address-space errors in ``files``."""
-    compiler = find_compiler(settings.cxx)
-    with temp_folder("kport-spaces-") as tmp:
-        scratch = Path(tmp)
-        (scratch / "check.cpp").write_text(unit)
-        ran = compile_jail(compiler, scratch).run(
-            [*_command(settings), *_CHECK_FLAGS, "check.cpp"], cwd=scratch,
-            timeout=settings.compile_timeout, settings=settings,
-            limits=Limits(memory=COMPILE_MEMORY, file_size=1 << 20,
-                          cpu_seconds=int(settings.compile_timeout * 2) + 5))
+    """Type-check the check ``unit`` in the jail; its address-space errors in ``files``. The
+    unit's prelude (its kport includes) is read precompiled, as kernel builds read theirs
+    (simbuild.precompiled_prelude): most of the check's time was parsing those headers."""
+    compiler, command = find_compiler(settings.cxx), _command(settings)
+    prelude, body = split_prelude(unit)
+    pch = precompiled_prelude(compiler, list(_PCH_BUILD_FLAGS), prelude, settings,
+                              command) if prelude else None
+    ran = _checked(compiler, command, body, pch, settings) if pch is not None else None
+    if ran is not None and not ran.timed_out and PCH_REFUSED.search(ran.output):
+        pch.unlink(missing_ok=True)  # it no longer fits: the next check makes it again
+        ran = None
+    if ran is None:
+        ran = _checked(compiler, command, unit, None, settings)
     if ran.timed_out:
         return [Diagnostic("kernel", 0, 0, "error", "the address-space check timed out after "
                            f"{settings.compile_timeout:g} s (KPORT_COMPILE_TIMEOUT)")]
     return check_diagnostics(ran.output, files)
+
+
+def _checked(compiler: Compiler, command: list[str], text: str, pch: Path | None,
+             settings: Settings) -> Ran:
+    """The jailed syntax check of ``text`` (with ``pch`` read first when given)."""
+    with temp_folder("kport-spaces-") as tmp:
+        scratch = Path(tmp)
+        (scratch / "check.cpp").write_text(text)
+        reads = [*PCH_FLAGS, "-include-pch", str(pch)] if pch is not None else []
+        return compile_jail(compiler, scratch, pch).run(
+            [*command, *_CHECK_FLAGS, *reads, "check.cpp"], cwd=scratch,
+            timeout=settings.compile_timeout, settings=settings,
+            limits=Limits(memory=COMPILE_MEMORY, file_size=1 << 20,
+                          cpu_seconds=int(settings.compile_timeout * 2) + 5))

@@ -130,3 +130,31 @@ def test_two_address_spaces_on_one_type_are_refused(code):
 
 def test_a_pointer_to_a_pointer_may_name_a_space_per_level():
     assert missing("void f(device float* threadgroup* p) {}") == []
+
+
+def test_the_check_reads_its_prelude_precompiled_and_a_refused_one_is_made_again(fresh_home):
+    """The check's kport headers are precompiled once (simbuild.precompiled_prelude); what it
+    finds is the same when clang refuses that header and it reads them itself."""
+    from runners import simbuild
+    from runners.settings import load_settings
+
+    unit = (spaces.CHECK_DEFINE + "#include <kport/rt.h>\n#include <kport/metal_stdlib.h>\n"
+            + spaces.CHECK_HEAD + '#line 1 "k.metal"\nvoid f(device float* x) {\n'
+            "  threadgroup float* t = x;\n  int n = 3;\n  float a[n];\n}\n")
+    settings = load_settings()
+
+    def found() -> list[tuple[int, str]]:
+        return [(d.line, d.message.split(":")[0][:40])
+                for d in spaces.run_check(unit, {"k.metal"}, settings)]
+
+    first = found()
+    assert [line for line, _ in first] == [2, 4]  # the space conversion, the VLA
+    pchs = list((fresh_home / "cache" / "build" / "pch").rglob(simbuild.PCH_FILE))
+    assert len(pchs) == 1
+    header = pchs[0].with_name("prelude.h")
+    header.write_text(header.read_text() + "// changed\n")  # clang refuses the header now
+    assert found() == first
+    assert not pchs[0].exists()
+    header.write_text(header.read_text().replace("// changed\n", ""))
+    assert found() == first
+    assert pchs[0].exists()  # made again

@@ -6,11 +6,6 @@
 // memory -> wavefronts (32 banks of 4 bytes: the most distinct words one bank must serve).
 #include <malloc.h>
 
-#include <algorithm>
-#include <mutex>
-#include <unordered_map>
-#include <vector>
-
 #include "runtime.h"
 
 namespace __kp {
@@ -27,8 +22,8 @@ struct ExecKey {
   bool operator==(const ExecKey& o) const { return pc == o.pc && warp == o.warp && occ == o.occ; }
 };
 struct ExecHash {
-  size_t operator()(const ExecKey& k) const {
-    return std::hash<uint64_t>()(k.pc * 0x9E3779B97F4A7C15ull ^ ((uint64_t)k.warp << 40) ^ k.occ);
+  uint64_t operator()(const ExecKey& k) const {
+    return k.pc * 0x9E3779B97F4A7C15ull ^ ((uint64_t)k.warp << 40) ^ k.occ;
   }
 };
 
@@ -39,50 +34,50 @@ struct Exec {
   bool write = false;
   uint32_t lanes = 0;
   uint64_t bytes = 0;
-  std::vector<uint64_t> units;  // global: sector numbers; shared: 4-byte word numbers
+  Vec<uint64_t> units;  // global: sector numbers; shared: 4-byte word numbers
 };
 
 struct State {
   uint32_t serial = ~0u;
-  std::unordered_map<uint64_t, uint32_t> occ;  // (pc, thread) -> executions so far
-  std::unordered_map<ExecKey, Exec, ExecHash> execs;
-  std::vector<uint64_t> scratch;
+  HashMap<uint64_t, uint32_t> occ;  // (pc, thread) -> executions so far
+  HashMap<ExecKey, Exec, ExecHash> execs;
+  Vec<uint64_t> scratch;
   // (buffer index << 48 | 64-byte segment) of each segment the running group read
-  std::vector<uint64_t> group_reads;
-  std::vector<uint64_t> buffer_group_reads;  // per buffer: the sum of those over groups
+  Vec<uint64_t> group_reads;
+  Vec<uint64_t> buffer_group_reads;  // per buffer: the sum of those over groups
   struct Write { uint32_t warp; uint64_t sector, bytes; };
-  std::vector<Write> group_writes;    // (warp, sector, bytes) of the running group's stores
-  std::unordered_map<uintptr_t, char> atomic_addrs;  // distinct global atomic addresses
-  std::vector<uint64_t> blocks;  // executions per basic block ID (runners/opcount.py)
+  Vec<Write> group_writes;  // (warp, sector, bytes) of the running group's stores
+  HashMap<uintptr_t, char> atomic_addrs;  // distinct global atomic addresses
+  Vec<uint64_t> blocks;  // executions per basic block ID (runners/opcount.py)
   Totals t;
 };
 
 thread_local State* t_state = nullptr;
-std::mutex g_mu;
+Mutex g_mu;
 Totals g_totals;
-std::unordered_map<uintptr_t, char> g_atomic_addrs;
-std::vector<uint64_t> g_buffer_group_reads;
-std::vector<uint64_t> g_blocks;
+HashMap<uintptr_t, char> g_atomic_addrs;
+Vec<uint64_t> g_buffer_group_reads;
+Vec<uint64_t> g_blocks;
 const uint64_t kSegMask = (1ull << 48) - 1;
 // Launch footprint: one bit per 32-byte sector of each buffer argument read (2 i) and written
 // (2 i + 1), i its index in args.
-std::vector<std::vector<uint64_t>> g_touched;
+Vec<Vec<uint64_t>> g_touched;
 
-uint64_t wavefronts(std::vector<uint64_t>& words, std::vector<uint64_t>& scratch) {
-  std::sort(words.begin(), words.end());
-  words.erase(std::unique(words.begin(), words.end()), words.end());
+uint64_t wavefronts(Vec<uint64_t>& words, Vec<uint64_t>& scratch) {
+  sort(words.begin(), words.end());
+  words.resize(unique(words.begin(), words.end()) - words.begin());
   scratch.assign(32, 0);
   uint64_t worst = 0;
-  for (uint64_t w : words) worst = std::max(worst, ++scratch[w % 32]);
+  for (uint64_t w : words) worst = max(worst, ++scratch[w % 32]);
   uint64_t by_width = (words.size() * 4 + 127) / 128;  // 128 bytes per wavefront at best
-  return std::max(worst, by_width);
+  return max(worst, by_width);
 }
 
 void flush(State* s) {
   for (auto& [key, e] : s->execs) {
     Totals& t = s->t;
     if (e.space == 0) {
-      std::sort(e.units.begin(), e.units.end());
+      sort(e.units.begin(), e.units.end());
       // per distinct sector: the bytes the lanes asked of it (lane accesses are 1-16 bytes)
       uint64_t lane_bytes = e.lanes ? e.bytes / e.lanes : 4, sectors = 0;
       uint64_t seg64 = 0, last_seg = ~0ull;
@@ -106,8 +101,8 @@ void flush(State* s) {
       t.v[e.write ? C_SST_WAVES : C_SLD_WAVES] += waves;
       t.v[C_LANE_ACCESSES] += e.lanes;
     } else {
-      std::sort(e.units.begin(), e.units.end());
-      uint64_t distinct = std::unique(e.units.begin(), e.units.end()) - e.units.begin();
+      sort(e.units.begin(), e.units.end());
+      uint64_t distinct = unique(e.units.begin(), e.units.end()) - e.units.begin();
       t.v[e.space == 2 ? C_GATOM_INSTR : C_SATOM_INSTR]++;
       t.v[e.space == 2 ? C_GATOM_OPS : C_SATOM_OPS] += e.lanes;
       // lanes that hit an address another lane of the instruction hit too: serialised
@@ -119,15 +114,16 @@ void flush(State* s) {
   s->execs.clear();
   s->occ.clear();
   // reads the group repeats hit in its SM's L1 or in L2: DRAM sees each segment once per group
-  std::sort(s->group_reads.begin(), s->group_reads.end());
-  auto end = std::unique(s->group_reads.begin(), s->group_reads.end());
+  sort(s->group_reads.begin(), s->group_reads.end());
+  uint64_t* end = unique(s->group_reads.begin(), s->group_reads.end());
   s->t.v[C_GLD_GROUP_SEG64] += end - s->group_reads.begin();
   s->buffer_group_reads.resize(g_launch.args.size());
-  for (auto it = s->group_reads.begin(); it != end; ++it) s->buffer_group_reads[*it >> 48]++;
+  for (const uint64_t* it = s->group_reads.begin(); it != end; ++it)
+    s->buffer_group_reads[*it >> 48]++;
   s->group_reads.clear();
   // sectors a warp writes only part of, over all its stores (a GPU with ECC reads them first)
   auto& w = s->group_writes;
-  std::sort(w.begin(), w.end(), [](const State::Write& a, const State::Write& b) {
+  sort(w.begin(), w.end(), [](const State::Write& a, const State::Write& b) {
     return a.warp != b.warp ? a.warp < b.warp : a.sector < b.sector;
   });
   for (size_t i = 0; i < w.size();) {
@@ -141,23 +137,23 @@ void flush(State* s) {
   // distinct sectors the group wrote: each reaches DRAM once, however many stores made it
   s->group_reads.clear();
   for (const State::Write& x : w) s->group_reads.push_back(x.sector);
-  std::sort(s->group_reads.begin(), s->group_reads.end());
+  sort(s->group_reads.begin(), s->group_reads.end());
   s->t.v[C_GST_GROUP_SECTORS] +=
-      std::unique(s->group_reads.begin(), s->group_reads.end()) - s->group_reads.begin();
+      unique(s->group_reads.begin(), s->group_reads.end()) - s->group_reads.begin();
   s->group_reads.clear();
   w.clear();
 }
 
 State* state_of(Worker* w) {
   State* s = t_state;
-  if (!s) s = t_state = new State();
+  if (!s) s = t_state = create<State>();
   if (s->serial != w->group_serial) {
     flush(s);
     s->serial = w->group_serial;
     s->t.v[C_GROUPS]++;
     s->t.v[C_THREADS] += w->n;
-    s->t.v[C_TG_BYTES] = std::max<uint64_t>(s->t.v[C_TG_BYTES],
-                                            w->tg_used - w->tg_first + g_launch.dyn_smem);
+    s->t.v[C_TG_BYTES] = max<uint64_t>(s->t.v[C_TG_BYTES],
+                                       w->tg_used - w->tg_first + g_launch.dyn_smem);
   }
   return s;
 }
@@ -169,7 +165,8 @@ void counters_setup() {
   // /proc/sys/vm/overcommit_memory, which the lockdown forbids (and the fault handler would
   // then deadlock on the arena lock). A threshold no arena reaches keeps it from trimming.
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  g_touched.assign(2 * g_launch.args.size(), {});  // reads and writes apart: both cross DRAM
+  // reads and writes apart: both cross DRAM
+  g_touched.assign(2 * g_launch.args.size(), Vec<uint64_t>());
   for (size_t i = 0; i < g_launch.args.size(); i++) {
     const Arg& a = g_launch.args[i];
     if (!a.is_buffer) continue;
@@ -193,7 +190,7 @@ void count_access(Worker* w, uintptr_t a, size_t n, bool write, void* pc, int sp
     if (!b) return;  // thread-local data
     size_t index = buffer = b - g_launch.args.data();
     if (a >= (uintptr_t)b->data && a + n <= (uintptr_t)(b->data + b->bytes)) {
-      std::vector<uint64_t>& bits = g_touched[2 * index + write];
+      Vec<uint64_t>& bits = g_touched[2 * index + write];
       for (uint64_t sec = (a - (uintptr_t)b->data) / 32; sec <= (a + n - 1 - (uintptr_t)b->data) / 32;
            sec++)
         __atomic_fetch_or(&bits[sec / 64], 1ull << (sec % 64), __ATOMIC_RELAXED);
@@ -228,16 +225,16 @@ void counters_worker_done() {
   State* s = t_state;
   if (!s) return;
   flush(s);
-  std::lock_guard<std::mutex> lock(g_mu);
-  for (auto& kv : s->atomic_addrs) g_atomic_addrs[kv.first] = 1;
+  Lock lock(g_mu);
+  for (auto& kv : s->atomic_addrs) g_atomic_addrs[kv.key] = 1;
   if (g_blocks.size() < s->blocks.size()) g_blocks.resize(s->blocks.size());
   for (size_t i = 0; i < s->blocks.size(); i++) g_blocks[i] += s->blocks[i];
   g_buffer_group_reads.resize(g_launch.args.size());
   for (size_t i = 0; i < s->buffer_group_reads.size(); i++)
     g_buffer_group_reads[i] += s->buffer_group_reads[i];
   for (int i = 0; i < C_COUNT; i++)
-    g_totals.v[i] = i == C_TG_BYTES ? std::max(g_totals.v[i], s->t.v[i]) : g_totals.v[i] + s->t.v[i];
-  delete s;
+    g_totals.v[i] = i == C_TG_BYTES ? max(g_totals.v[i], s->t.v[i]) : g_totals.v[i] + s->t.v[i];
+  destroy(s);
   t_state = nullptr;
 }
 
@@ -252,7 +249,7 @@ static const char* const kNames[C_COUNT] = {
     "global_load_group_segments64", "global_store_partial_sectors",
     "global_store_group_sectors"};
 
-void write_counters(std::string& out) {
+void write_counters(Str& out) {
   char buf[96];
   out += ",\n \"counters\": {";
   for (int i = 0; i < C_COUNT; i++) {
@@ -271,7 +268,7 @@ void write_counters(std::string& out) {
   bool first = true;
   for (size_t i = 0; i < g_launch.args.size(); i++) {
     const Arg& a = g_launch.args[i];
-    if (!a.is_buffer || a.name.find('"') != std::string::npos) continue;
+    if (!a.is_buffer || strchr(a.name.c_str(), '"')) continue;
     uint64_t bits[2] = {0, 0};
     for (int w = 0; w < 2; w++)
       for (uint64_t word : g_touched[2 * i + w]) bits[w] += __builtin_popcountll(word);
@@ -304,7 +301,7 @@ void write_counters(std::string& out) {
 extern "C" void __kp_block(uint32_t id) {
   __kp::Worker* w = __kp::t_worker;
   if (!w || !w->running) return;
-  std::vector<uint64_t>& b = __kp::state_of(w)->blocks;
+  __kp::Vec<uint64_t>& b = __kp::state_of(w)->blocks;
   if (id >= b.size()) b.resize(id + 1 + id / 2);
   b[id]++;
 }

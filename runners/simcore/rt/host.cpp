@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,10 +24,6 @@
 #include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
-
-#include <atomic>
-#include <string>
-#include <thread>
 
 #include "lockdown.h"
 #include "runtime.h"
@@ -39,20 +36,20 @@ __thread Worker* t_worker = nullptr;
 struct Finding {
   int kind;
   unsigned line;
-  std::string message;
+  Str message;
   __kp_thread where;
   bool has_where;
   uintptr_t pc_offset;  // in the kernel library, 0 when unknown
   unsigned count;
 };
 
-static std::mutex g_mutex;
-static std::vector<Finding> g_findings;
-static std::string g_printf;
+static Mutex g_mutex;
+static Vec<Finding> g_findings;
+static Str g_printf;
 static const size_t kMaxFindings = 200, kMaxPrintf = 1 << 20;
 static bool g_printf_truncated = false;
 static uintptr_t g_lib_base = 0;
-static std::atomic<int> g_finishing{0};
+static int g_finishing = 0;  // set by the first thread that finishes with a fault
 static double g_t0, g_kernel_s = 0;
 
 static const char* kind_name(int kind) {
@@ -88,7 +85,7 @@ static __kp_thread located(const __kp_thread* where) {
 }
 
 void add_finding(int kind, unsigned line, const char* msg, const __kp_thread* where, void* pc) {
-  std::lock_guard<std::mutex> lock(g_mutex);
+  Lock lock(g_mutex);
   uintptr_t off = pc_offset(pc);
   for (Finding& f : g_findings)
     if (f.kind == kind && f.line == line && f.pc_offset == off &&
@@ -102,7 +99,7 @@ void add_finding(int kind, unsigned line, const char* msg, const __kp_thread* wh
   g_findings.push_back(f);
 }
 
-static void json_string(std::string& out, const std::string& s) {
+static void json_string(Str& out, const Str& s) {
   out += '"';
   char esc[8];
   for (unsigned char c : s) {
@@ -113,7 +110,7 @@ static void json_string(std::string& out, const std::string& s) {
   out += '"';
 }
 
-static void write_finding(std::string& out, const Finding& f) {
+static void write_finding(Str& out, const Finding& f) {
   char buf[256];
   snprintf(buf, sizeof buf, "{\"kind\": \"%s\", \"line\": %u, \"count\": %u, \"pc_offset\": %lu, "
            "\"message\": ", kind_name(f.kind), f.line, f.count, (unsigned long)f.pc_offset);
@@ -130,7 +127,7 @@ static void write_finding(std::string& out, const Finding& f) {
 
 // One side of a buffer's extent in elements, [lo, hi) with hi rounded up, or null when no
 // thread made such an access. Offsets below the data (the low redzone) round down.
-static void write_extent(std::string& out, const Arg::Extent& e, size_t elem_size) {
+static void write_extent(Str& out, const Arg::Extent& e, size_t elem_size) {
   int64_t lo = __atomic_load_n(&e.lo, __ATOMIC_RELAXED);
   int64_t hi = __atomic_load_n(&e.hi, __ATOMIC_RELAXED);
   if (lo > hi) {
@@ -146,7 +143,7 @@ static void write_extent(std::string& out, const Arg::Extent& e, size_t elem_siz
 }
 
 // Checked mode: how far each buffer was read and written (kport fits shapes from these).
-static void write_extents(std::string& out) {
+static void write_extents(Str& out) {
   out += ",\n \"extents\": {";
   const char* sep = "";
   for (const Arg& a : g_launch.args) {
@@ -170,7 +167,7 @@ static double now() {
 }
 
 static int g_result_fd = -1, g_printf_fd = -1;
-static std::string g_lockdown = "none";
+static Str g_lockdown = "none";
 static double g_lockdown_s = 0;  // time spent installing Landlock and seccomp
 
 static bool write_all(int fd, const void* data, size_t size, off_t at = -1) {
@@ -188,7 +185,7 @@ static bool write_all(int fd, const void* data, size_t size, off_t at = -1) {
 // The result file is the only verdict channel; the parent never trusts the child's stdout.
 // Both files were opened before the lockdown: nothing here opens a path.
 static void write_result(const char* status, const Finding* fatal) {
-  std::string out;
+  Str out;
   char head[256];
   snprintf(head, sizeof head, "{\"status\": \"%s\", \"wall_s\": %.6f, \"kernel_s\": %.6f, "
            "\"printf_truncated\": %s, \"lockdown_s\": %.6f,\n \"lockdown\": ", status, now() - g_t0,
@@ -212,7 +209,7 @@ static void write_result(const char* status, const Finding* fatal) {
 }
 
 void finish_fatal(int kind, unsigned line, const char* msg, const __kp_thread* where, void* pc) {
-  if (g_finishing.exchange(1)) {
+  if (__atomic_exchange_n(&g_finishing, 1, __ATOMIC_SEQ_CST)) {
     for (;;) pause();  // another thread is already writing the result
   }
   Finding f{kind, line, msg, {}, where != nullptr, pc_offset(pc), 1};
@@ -258,7 +255,7 @@ static void map_buffer(Arg& a) {
     got += (size_t)n;
   }
   if (fd < 0 || got != a.bytes) {
-    std::string msg = "cannot read buffer file for '" + a.name + "'";
+    Str msg = "cannot read buffer file for '" + a.name + "'";
     finish_fatal(__KP_F_LIMIT, 0, msg.c_str(), nullptr, nullptr);
   }
   if (a.writes_back) a.fd = fd;
@@ -287,7 +284,7 @@ static void write_back() {
   for (Arg& a : g_launch.args) {
     if (!a.is_buffer || !a.writes_back) continue;
     if (!write_all(a.fd, a.data, a.bytes, 0)) {
-      std::string msg = "cannot write buffer file of '" + a.name + "'";
+      Str msg = "cannot write buffer file of '" + a.name + "'";
       finish_fatal(__KP_F_LIMIT, 0, msg.c_str(), nullptr, nullptr);
     }
   }
@@ -354,8 +351,8 @@ static void install_signal_handlers() {
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = on_signal;
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS})
-    sigaction(sig, &sa, nullptr);
+  const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
+  for (int sig : faults) sigaction(sig, &sa, nullptr);
 }
 
 static void alt_stack() {
@@ -368,21 +365,21 @@ static void alt_stack() {
 
 // ---- request -------------------------------------------------------------------------------
 
-[[noreturn]] static void bad_request(const std::string& why) {
+[[noreturn]] static void bad_request(const Str& why) {
   fprintf(stderr, "kport-simhost: bad request: %s\n", why.c_str());
   exit(64);
 }
 
 static void parse_request(const char* path) {
   FILE* f = fopen(path, "r");
-  if (!f) bad_request(std::string("cannot open ") + path);
+  if (!f) bad_request(Str("cannot open ") + path);
   char line[8192];
   Launch& L = g_launch;
   while (fgets(line, sizeof line, f)) {
     char key[32], s1[4096], s2[4096], mode[16];
     unsigned long long a, b, c;
     if (sscanf(line, "%31s", key) != 1) continue;
-    std::string k = key;
+    Str k = key;
     if (k == "kernel" && sscanf(line, "%*s %4095s", s1) == 1) L.kernel_path = s1;
     else if (k == "groups" && sscanf(line, "%*s %llu %llu %llu", &a, &b, &c) == 3)
       L.groups[0] = a, L.groups[1] = b, L.groups[2] = c;
@@ -411,14 +408,14 @@ static void parse_request(const char* path) {
       char extra[16] = "";
       arg.detached = sscanf(line, "%*s %*s %*s %*s %*s %*s %15s", extra) == 1 &&
                      strcmp(extra, "detached") == 0;
-      L.args.push_back(arg);
+      L.args.push_back(move(arg));
     } else if (k == "pointer" && sscanf(line, "%*s %4095s %llu %4095s", s1, &a, s2) == 3) {
       Arg* owner = nullptr;
       for (Arg& x : L.args)
         if (!x.is_buffer && x.name == s1) owner = &x;
       if (!owner || a + sizeof(void*) > owner->scalar.size())
-        bad_request(std::string("pointer field outside its struct: ") + line);
-      owner->pointers.emplace_back((size_t)a, std::string(s2));
+        bad_request(Str("pointer field outside its struct: ") + line);
+      owner->pointers.push_back({(size_t)a, s2});
     } else if (k == "scalar" && sscanf(line, "%*s %4095s %4095s", s1, s2) == 2) {
       Arg arg;
       arg.name = s1;
@@ -428,9 +425,9 @@ static void parse_request(const char* path) {
         arg.scalar.push_back((unsigned char)byte);
       }
       arg.scalar.resize((arg.scalar.size() + 15) / 16 * 16 + 16);  // aligned room for any type
-      L.args.push_back(arg);
+      L.args.push_back(move(arg));
     } else {
-      bad_request(std::string("cannot parse line: ") + line);
+      bad_request(Str("cannot parse line: ") + line);
     }
   }
   fclose(f);
@@ -440,7 +437,7 @@ static void parse_request(const char* path) {
 static void load_kernel() {
   Launch& L = g_launch;
   void* lib = dlopen(L.kernel_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib) bad_request(std::string("cannot load kernel library: ") + dlerror());
+  if (!lib) bad_request(Str("cannot load kernel library: ") + dlerror());
   L.entry = (void (*)(void**))dlsym(lib, "__kp_kernel_entry");
   L.run_threads = (void (*)(void**, __kp_thread*))dlsym(lib, "__kp_kernel_run_threads");
   L.current_slot = (__kp_thread** (*)(void))dlsym(lib, "__kp_kernel_current_slot");
@@ -474,25 +471,48 @@ extern "C" int __kp_printf(const char* fmt, ...) {
   va_start(ap, fmt);
   int n = vsnprintf(buf, sizeof buf, fmt, ap);
   va_end(ap);
-  std::lock_guard<std::mutex> lock(g_mutex);
+  Lock lock(g_mutex);
   if (g_printf.size() + strlen(buf) > kMaxPrintf) g_printf_truncated = true;
   else g_printf += buf;
   return n;
 }
 
-static std::vector<void** (*)(void)> g_dyn_slots;
+static Vec<void** (*)(void)> g_dyn_slots;
 
 extern "C" int __kp_register_dyn_smem(void** (*slot)(void)) {
   g_dyn_slots.push_back(slot);
   return 0;
 }
 
-static int open_output(const std::string& path) {
+static int open_output(const Str& path) {
   return path.empty() ? -1 : open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
                                   O_NOFOLLOW, 0600);
 }
 
-[[noreturn]] static void cannot_lock_down(const std::string& why) {
+// The pool's threadgroups: each OS thread takes the next until none is left.
+static uint64_t g_total_groups = 0, g_next_group = 0;
+
+// One OS thread of the pool; `index` (a number, 0 for the main thread) names its Worker.
+static void* work(void* index) {
+  alt_stack();
+  Worker* w = create<Worker>();
+  w->index = (int)(intptr_t)index;
+  t_worker = w;
+  w->cur_slot = g_launch.current_slot();
+  worker_setup(w);
+  for (auto slot : g_dyn_slots) *slot() = w->dyn_smem;
+  for (uint64_t g; (g = __atomic_fetch_add(&g_next_group, 1, __ATOMIC_SEQ_CST)) < g_total_groups;) {
+    uint32_t gx = g % g_launch.groups[0];
+    uint32_t gy = (g / g_launch.groups[0]) % g_launch.groups[1];
+    uint32_t gz = g / ((uint64_t)g_launch.groups[0] * g_launch.groups[1]);
+    run_group(w, gx, gy, gz);
+    if (g_launch.checked) merge_extents(w);
+  }
+  if (g_launch.count) counters_worker_done();
+  return nullptr;
+}
+
+[[noreturn]] static void cannot_lock_down(const Str& why) {
   fprintf(stderr, "kport-simhost: cannot lock down: %s\n", why.c_str());
   exit(65);
 }
@@ -510,7 +530,7 @@ static void lock_and_load() {
   load_kernel();
   if (lock.seccomp) {
     t0 = now();
-    std::string problem = lock_after_load();
+    Str problem = lock_after_load();
     g_lockdown_s += now() - t0;
     if (required && !problem.empty()) cannot_lock_down(problem);
     lock.seccomp = problem.empty();
@@ -552,32 +572,17 @@ int main(int argc, char** argv) {
 #endif
   lock_and_load();
   if (g_launch.count) counters_setup();
-  uint64_t total = (uint64_t)g_launch.groups[0] * g_launch.groups[1] * g_launch.groups[2];
+  g_total_groups = (uint64_t)g_launch.groups[0] * g_launch.groups[1] * g_launch.groups[2];
   int nthreads = g_launch.os_threads > 0 ? g_launch.os_threads : 1;
-  if ((uint64_t)nthreads > total) nthreads = total ? (int)total : 1;
-  std::atomic<uint64_t> next{0};
-  auto work = [&](int index) {
-    alt_stack();
-    Worker* w = new Worker();
-    w->index = index;
-    t_worker = w;
-    w->cur_slot = g_launch.current_slot();
-    worker_setup(w);
-    for (auto slot : g_dyn_slots) *slot() = w->dyn_smem;
-    for (uint64_t g; (g = next.fetch_add(1)) < total;) {
-      uint32_t gx = g % g_launch.groups[0];
-      uint32_t gy = (g / g_launch.groups[0]) % g_launch.groups[1];
-      uint32_t gz = g / ((uint64_t)g_launch.groups[0] * g_launch.groups[1]);
-      run_group(w, gx, gy, gz);
-      if (g_launch.checked) merge_extents(w);
-    }
-    if (g_launch.count) counters_worker_done();
-  };
-  std::vector<std::thread> pool;
+  if ((uint64_t)nthreads > g_total_groups) nthreads = g_total_groups ? (int)g_total_groups : 1;
+  Vec<pthread_t> pool;
   double t_start = now();
-  for (int i = 1; i < nthreads; i++) pool.emplace_back(work, i);
-  work(0);
-  for (auto& t : pool) t.join();
+  for (int i = 1; i < nthreads; i++) {
+    pthread_t t;  // a thread that cannot start leaves its groups to the others
+    if (pthread_create(&t, nullptr, work, (void*)(intptr_t)i) == 0) pool.push_back(t);
+  }
+  work(nullptr);
+  for (pthread_t t : pool) pthread_join(t, nullptr);
   g_kernel_s = now() - t_start;
   if (!g_launch.checked) check_canaries();  // checked mode already saw every access
   write_back();

@@ -19,8 +19,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <vector>
-
 namespace __kp {
 namespace {
 
@@ -46,7 +44,7 @@ uint64_t landlock_fs_rights(int abi) {
 
 // Only `library` may be opened, for reading and mapping as code; no TCP bind/connect (ABI 4);
 // no signals to or abstract sockets of processes outside this domain (ABI 6).
-int install_landlock(const char* library, std::string* problem) {
+int install_landlock(const char* library, Str* problem) {
   int abi = (int)syscall(kLandlockCreate, nullptr, 0, kLandlockVersion);
   if (abi < 1) {
     *problem = "Landlock is not available in this kernel";
@@ -58,7 +56,7 @@ int install_landlock(const char* library, std::string* problem) {
   if (abi >= 6) attr.scoped = 3, size = sizeof attr;
   int ruleset = (int)syscall(kLandlockCreate, &attr, size, 0);
   if (ruleset < 0) {
-    *problem = std::string("landlock_create_ruleset: ") + strerror(errno);
+    *problem = Str("landlock_create_ruleset: ") + strerror(errno);
     return 0;
   }
   int lib = open(library, O_PATH | O_CLOEXEC);
@@ -66,7 +64,7 @@ int install_landlock(const char* library, std::string* problem) {
   bool ok = lib >= 0 && syscall(kLandlockAddRule, ruleset, 1 /* PATH_BENEATH */, &rule, 0) == 0 &&
             prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
             syscall(kLandlockRestrict, ruleset, 0) == 0;
-  if (!ok) *problem = std::string("landlock rules: ") + strerror(errno);
+  if (!ok) *problem = Str("landlock rules: ") + strerror(errno);
   if (lib >= 0) close(lib);
   close(ruleset);
   return ok ? abi : 0;
@@ -93,9 +91,10 @@ const long kAllowed[] = {
     __NR_time,
 #endif
 };
+const long kSignalCalls[] = {__NR_kill, __NR_tgkill};
 
 struct Filter {
-  std::vector<sock_filter> code;
+  Vec<sock_filter> code;
 
   void op(uint16_t c, uint32_t k, uint8_t jt = 0, uint8_t jf = 0) {
     code.push_back(sock_filter{c, jt, jf, k});
@@ -122,7 +121,7 @@ struct Filter {
   }
 };
 
-std::vector<sock_filter> build_filter(bool loading) {
+Vec<sock_filter> build_filter(bool loading) {
   Filter f;
   f.op(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch));
   f.op(BPF_JMP | BPF_JEQ | BPF_K, kArch, 1, 0);
@@ -155,7 +154,7 @@ std::vector<sock_filter> build_filter(bool loading) {
   });
   // signals only to this process (abort() raises one)
   uint32_t self = (uint32_t)getpid();
-  for (long nr : {(long)__NR_kill, (long)__NR_tgkill}) {
+  for (long nr : kSignalCalls) {
     f.when(nr, [&] {
       f.load_arg(0);
       f.op(BPF_JMP | BPF_JEQ | BPF_K, self, 0, 1);
@@ -180,14 +179,14 @@ std::vector<sock_filter> build_filter(bool loading) {
   return f.code;
 }
 
-bool install_seccomp(bool loading, std::string* problem) {
-  std::vector<sock_filter> code = build_filter(loading);
+bool install_seccomp(bool loading, Str* problem) {
+  Vec<sock_filter> code = build_filter(loading);
   sock_fprog prog = {(unsigned short)code.size(), code.data()};
   // (the first stage already set no_new_privs; the filter it installed forbids prctl)
   if ((loading && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) ||
       syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, loading ? 0 : SECCOMP_FILTER_FLAG_TSYNC,
               &prog) != 0) {
-    *problem = std::string("seccomp: ") + strerror(errno);
+    *problem = Str("seccomp: ") + strerror(errno);
     return false;
   }
   return true;
@@ -197,7 +196,7 @@ bool install_seccomp(bool loading, std::string* problem) {
 
 Lockdown lock_before_load(const char* library) {
   Lockdown out;
-  std::string landlock_problem, seccomp_problem;
+  Str landlock_problem, seccomp_problem;
   out.landlock_abi = install_landlock(library, &landlock_problem);
   out.seccomp = install_seccomp(true, &seccomp_problem);
   out.problem = landlock_problem + (landlock_problem.empty() || seccomp_problem.empty() ? "" : "; ")
@@ -205,8 +204,8 @@ Lockdown lock_before_load(const char* library) {
   return out;
 }
 
-std::string lock_after_load() {
-  std::string problem;
+Str lock_after_load() {
+  Str problem;
   install_seccomp(false, &problem);
   return problem;
 }
@@ -263,7 +262,7 @@ Lockdown lock_before_load(const char*) {
   out.problem = "Landlock and seccomp exist only on Linux (x86_64, aarch64)";
   return out;
 }
-std::string lock_after_load() { return "seccomp exists only on Linux (x86_64, aarch64)"; }
+Str lock_after_load() { return "seccomp exists only on Linux (x86_64, aarch64)"; }
 const char* syscall_name(long) { return ""; }
 }  // namespace __kp
 

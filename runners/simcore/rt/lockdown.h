@@ -2,14 +2,14 @@
 // Landlock limits the file system to reading the kernel library, and a seccomp filter limits
 // system calls to what a launch needs. Linux only; elsewhere both report "not available".
 #pragma once
-#include <string>
+#include "mini.h"
 
 namespace __kp {
 
 struct Lockdown {
   int landlock_abi = 0;   // 0: Landlock not in force
   bool seccomp = false;   // the filter is installed
-  std::string problem;    // why something could not be installed, "" when all went in
+  Str problem;            // why something could not be installed, "" when all went in
 };
 
 // Before the kernel library is loaded (its static constructors run inside dlopen): the file
@@ -19,7 +19,7 @@ Lockdown lock_before_load(const char* library);
 
 // After loading: no file may be opened and no memory made executable, in every thread.
 // Returns "" or why the second filter could not be installed.
-std::string lock_after_load();
+Str lock_after_load();
 
 // A system call's name for findings ("execve"), or "" when it is not one we name.
 const char* syscall_name(long nr);

@@ -3,28 +3,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <mutex>
-#include <string>
-#include <vector>
-
 #include "../include/kport/rt.h"
 #include "fiber.h"
+#include "mini.h"
 
 namespace __kp {
 
 // One kernel argument as the request file describes it.
 struct Arg {
-  std::string name;
+  Str name;
   bool is_buffer = false;
   bool writes_back = false;  // out/inout: copied back to its file after the run
   bool detached = false;     // a buffer a struct argument's pointer field holds: no kernel arg
   size_t elem_size = 1;
   size_t bytes = 0;
-  std::string path;          // buffer contents (in and out)
+  Str path;                  // buffer contents (in and out)
   int fd = -1;               // out/inout: kept open for the write-back (no opens after lockdown)
-  std::vector<unsigned char> scalar;  // scalar bytes
-  // Pointer fields of a struct scalar: (byte offset, name of the buffer whose address goes there)
-  std::vector<std::pair<size_t, std::string>> pointers;
+  Vec<unsigned char> scalar;  // scalar bytes
+  // Pointer fields of a struct scalar: the address of buffer `target` goes at byte `offset`
+  struct Pointer { size_t offset; Str target; };
+  Vec<Pointer> pointers;
   // Buffer placement: [guard][lo redzone][data][hi redzone][guard]
   unsigned char* map = nullptr;
   size_t map_bytes = 0;
@@ -57,7 +55,7 @@ struct SimThread {
 struct TgVar {
   const void* site;
   size_t offset, size;
-  std::string name;
+  Str name;
   unsigned line;
 };
 
@@ -69,9 +67,9 @@ struct TgVar {
 // One OS thread of the pool: runs whole threadgroups, one at a time.
 struct Worker {
   int index = 0;
-  std::vector<SimThread> threads;
-  std::vector<std::vector<unsigned char>> simd_snap;  // per simd group: 32 slots
-  std::vector<uint32_t> simd_epoch;
+  Vec<SimThread> threads;
+  Vec<Vec<unsigned char>> simd_snap;  // per simd group: 32 slots
+  Vec<uint32_t> simd_epoch;
   Fiber main_fiber;
   SimThread* running = nullptr;
   __kp_thread** cur_slot = nullptr;    // the kernel library's __kp_cur of this OS thread
@@ -80,7 +78,7 @@ struct Worker {
   unsigned char* tg_arena = nullptr;  // threadgroup memory (+ redzones in checked mode)
   size_t tg_capacity = 0, tg_used = 0, tg_limit = 0;
   size_t tg_first = 0;               // where the first variable goes (a redzone when checked)
-  std::vector<TgVar> tg_vars;
+  Vec<TgVar> tg_vars;
   unsigned char* dyn_smem = nullptr;
   // Checked mode, race and uninitialised-read state (rt.h): a record a 4-byte word of the
   // arena (tg_capacity / 4 + 4), and a record a byte (tg_capacity) for the words accessed in
@@ -89,7 +87,7 @@ struct Worker {
   __kp_tg_word* bytes = nullptr;
   size_t words_ready = 0;            // words[0, words_ready) are set up (checks_var_added)
   __kp_tg_check tg_check = {};       // the inline checks' view; its epochs are the group's
-  std::vector<__kp_view> views;      // checked mode: one per argument (buffers used)
+  Vec<__kp_view> views;              // checked mode: one per argument (buffers used)
   size_t fast_views = 0;             // views the hot path tries (none when counting)
   __kp_view** last_view = nullptr;   // the kernel's __kp_last_view[4] of this OS thread
   size_t last_var = 0;               // index of the threadgroup variable the last access hit
@@ -98,12 +96,13 @@ struct Worker {
   size_t stack_size = 0, stack_stride = 0, stack_count = 0;
   // Work-item loops: per-thread arrays of the running group, bump-allocated from chunks that
   // are reused by the next group (kport/workitems.h).
-  std::vector<std::pair<unsigned char*, size_t>> wi_chunks;
+  struct Chunk { unsigned char* base; size_t size; };
+  Vec<Chunk> wi_chunks;
   size_t wi_chunk = 0, wi_used = 0;
 };
 
 struct Launch {
-  std::string kernel_path;
+  Str kernel_path;
   uint32_t groups[3] = {1, 1, 1};
   uint32_t tg[3] = {1, 1, 1};
   uint32_t grid_threads[3] = {1, 1, 1};
@@ -117,10 +116,10 @@ struct Launch {
   // dynamic shared memory, writes to inputs), races and uninitialised reads of threadgroup memory.
   bool check_bounds = true, check_race = true, check_uninit = true;
   size_t stack_size = 128 * 1024;
-  std::string result_path, printf_path;
+  Str result_path, printf_path;
   bool lockdown_required = true;  // fail rather than run the kernel without Landlock + seccomp
-  std::vector<Arg> args;
-  std::vector<void*> arg_ptrs;
+  Vec<Arg> args;
+  Vec<void*> arg_ptrs;
   // from the kernel library
   void (*entry)(void**) = nullptr;
   void (*run_threads)(void**, __kp_thread*) = nullptr;
@@ -128,7 +127,7 @@ struct Launch {
   __kp_view** (*view_slots)(void) = nullptr;
   __kp_tg_check** (*tg_slot)(void) = nullptr;
   int needs_sync = 1;
-  std::string dialect;
+  Str dialect;
 };
 
 extern Launch g_launch;
@@ -163,6 +162,6 @@ void counters_setup();
 void count_access(Worker* w, uintptr_t addr, size_t n, bool write, void* pc, int space);
 void count_event(int which);  // C_BARRIERS or C_COLLECTIVES, by the running thread
 void counters_worker_done();
-void write_counters(std::string& out);
+void write_counters(Str& out);
 
 }  // namespace __kp

@@ -23,7 +23,9 @@ void worker_setup(Worker* w) {
   uint32_t n = group_threads();
   w->threads.resize(n);
   uint32_t nsimd = (n + __KP_SIMD_WIDTH - 1) / __KP_SIMD_WIDTH;
-  w->simd_snap.assign(nsimd, std::vector<unsigned char>(__KP_SIMD_WIDTH * __KP_SLOT_BYTES));
+  Vec<unsigned char> slots;
+  slots.resize(__KP_SIMD_WIDTH * __KP_SLOT_BYTES);
+  w->simd_snap.assign(nsimd, slots);
   w->simd_epoch.assign(nsimd, 0);
   // Arena: room for the limit, plus redzones between variables when checked, and one before
   // the first (an access just before it is then reported, not made outside the arena).
@@ -364,11 +366,11 @@ extern "C" void* __kp_wi_alloc(size_t size, size_t align, uint32_t n) {
       w->wi_chunks.push_back({p, cap});
       w->wi_used = 0;
     }
-    auto& c = w->wi_chunks[w->wi_chunk];
-    size_t at = ((uintptr_t)c.first + w->wi_used + align - 1) / align * align - (uintptr_t)c.first;
-    if (at + bytes <= c.second) {
+    const Worker::Chunk& c = w->wi_chunks[w->wi_chunk];
+    size_t at = ((uintptr_t)c.base + w->wi_used + align - 1) / align * align - (uintptr_t)c.base;
+    if (at + bytes <= c.size) {
       w->wi_used = at + bytes;
-      return c.first + at;
+      return c.base + at;
     }
     w->wi_chunk++, w->wi_used = 0;
   }
