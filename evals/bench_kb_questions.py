@@ -9,8 +9,10 @@ Questions: evals/data/kb_questions.toml, each from a public issue or forum threa
 with the rule ids (concept, fix and architecture rules of kb/rules) that answer it; `split` is
 fixed by a hash of the question (split_of), and search changes are tuned on "tune" only
 (``--split tune`` measures that half alone, so tuning runs never print the held-out figures).
-evals/data/kb_questions_fresh.toml (``--questions``) holds questions gathered after the tuning,
-from threads the main file does not cite: a figure no search change was fitted to.
+evals/data/kb_questions_fresh.toml, kb_questions_fresh2.toml and kb_questions_fresh3.toml
+(``--questions``) hold questions gathered later, from threads no other question file cites, each
+measured once before anything was tuned on it and tuning data afterwards (docs/kb.md,
+"Questions").
 Retrieval: a store built as `kport kb build` builds it; each question is searched over the
 knowledge collections (rules, fixes, arch) and scores at the rank of the first hit carrying one
 of its rule ids: recall@1, recall@3 and MRR per split, for hybrid search and BM25 as the anchor.
@@ -42,6 +44,8 @@ from runners.errors import KportError
 
 QUESTIONS = Path(__file__).parent / "data" / "kb_questions.toml"
 FRESH_QUESTIONS = QUESTIONS.with_name("kb_questions_fresh.toml")
+FRESH2_QUESTIONS = QUESTIONS.with_name("kb_questions_fresh2.toml")
+FRESH3_QUESTIONS = QUESTIONS.with_name("kb_questions_fresh3.toml")
 KNOWLEDGE = ["rules", "fixes", "arch"]  # the collections whose chunks carry a rule id
 SPLITS = ("tune", "held_out")
 METHODS = (("hybrid", "hybrid"), ("BM25", "bm25"))
@@ -197,11 +201,12 @@ def main(argv: list[str] | None = None) -> int:
                     "CUDA kernels join the kernel queries and the latency store")
     ap.add_argument("--split", choices=SPLITS, default=None,
                     help="measure this half only (tune while tuning; default: both)")
-    ap.add_argument("--misses", action="store_true", help="list the tune questions missed")
+    ap.add_argument("--misses", action="store_true", help="list the tune questions missed (of a "
+                    "later set, all of them: it is tuning data once measured)")
     ap.add_argument("--no-latency", action="store_true", help="measure recall only")
     ap.add_argument("--questions", type=Path, default=QUESTIONS,
-                    help=f"question file (default {QUESTIONS.name}; {FRESH_QUESTIONS.name}: the "
-                    "fresh set)")
+                    help=f"question file (default {QUESTIONS.name}; {FRESH_QUESTIONS.name}, "
+                    f"{FRESH2_QUESTIONS.name}, {FRESH3_QUESTIONS.name}: the later sets)")
     args = ap.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="kport-bench-kbq-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -225,7 +230,9 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             print(f"| {label} | {split} (n={n}) | {r1:.3f} | {r3:.3f} | {mrr:.3f} |")
     if args.misses:
-        for q, got in misses(store, questions, cache, "tune"):
+        later = args.questions.resolve() != QUESTIONS.resolve()
+        for q, got in [m for split in (SPLITS if later else ("tune",))
+                       for m in misses(store, questions, cache, split)]:
             print(f"\nmiss: {q.text}\n  want {', '.join(q.rules)}\n  got  {', '.join(got)}")
     if args.no_latency:
         return 0

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from evals.bench_kb_questions import (
+    FRESH2_QUESTIONS,
+    FRESH3_QUESTIONS,
     FRESH_QUESTIONS,
     QuestionFileError,
     known_rule_ids,
@@ -44,13 +46,20 @@ def test_the_question_file_is_well_formed():
         assert sum(q.split == split for q in questions) >= 70
 
 
-def test_the_fresh_questions_come_from_threads_the_tuned_set_does_not_cite():
-    """The fresh set measures search on questions no change was fitted to: none of its threads
-    (nor texts) may be one the main file cites, and it is well formed like the main file."""
-    fresh, tuned = load_questions(FRESH_QUESTIONS), load_questions()
+@pytest.mark.parametrize("path, earlier", [
+    (FRESH_QUESTIONS, ()),
+    (FRESH2_QUESTIONS, (FRESH_QUESTIONS,)),
+    (FRESH3_QUESTIONS, (FRESH_QUESTIONS, FRESH2_QUESTIONS)),
+])
+def test_the_fresh_questions_come_from_threads_the_tuned_set_does_not_cite(path, earlier):
+    """A later set measured search once on questions no change had been fitted to: none of its
+    threads (nor texts) may be one an earlier file cites, and it is well formed like the main
+    file."""
+    fresh = load_questions(path)
     assert len(fresh) >= 25
-    assert not {q.source for q in fresh} & {q.source for q in tuned}
-    assert not {q.text for q in fresh} & {q.text for q in tuned}
+    for other in [load_questions(), *map(load_questions, earlier)]:
+        assert not {q.source for q in fresh} & {q.source for q in other}
+        assert not {q.text for q in fresh} & {q.text for q in other}
     assert len({q.source for q in fresh}) == len(fresh)
     for q in fresh:
         assert q.source.startswith("https://github.com/"), q.text
@@ -257,10 +266,10 @@ def test_a_question_in_words_finds_the_rule_written_in_code(built_store, tmp_pat
         assert answers & {h.metadata.get("rule_id") for h in hits}, question
 
 
-# Measured 0.865 (64 of 74) on a fresh build (docs/kb.md, "Questions", fifth round); issue 18
+# Measured 0.892 (66 of 74) on a fresh build (docs/kb.md, "Questions", tenth round); issue 18
 # asks for 0.9, not reached yet. One question below it: the floor allows for document vectors
 # computed on another CPU.
-HELD_OUT_RECALL_AT_3 = 0.85
+HELD_OUT_RECALL_AT_3 = 0.87
 
 
 @pytest.mark.slow  # searches the whole knowledge base, built once (tests/tiers.py)
