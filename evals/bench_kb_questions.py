@@ -43,9 +43,9 @@ from kb.store import KBStore
 from runners.errors import KportError
 
 QUESTIONS = Path(__file__).parent / "data" / "kb_questions.toml"
-FRESH_QUESTIONS = QUESTIONS.with_name("kb_questions_fresh.toml")
-FRESH2_QUESTIONS = QUESTIONS.with_name("kb_questions_fresh2.toml")
-FRESH3_QUESTIONS = QUESTIONS.with_name("kb_questions_fresh3.toml")
+# the sets gathered later, in order: each measured once, then tuning data (docs/kb.md)
+LATER_QUESTIONS = tuple(QUESTIONS.with_name(f"kb_questions_{name}.toml")
+                        for name in ("fresh", "fresh2", "fresh3"))
 KNOWLEDGE = ["rules", "fixes", "arch"]  # the collections whose chunks carry a rule id
 SPLITS = ("tune", "held_out")
 METHODS = (("hybrid", "hybrid"), ("BM25", "bm25"))
@@ -205,8 +205,8 @@ def main(argv: list[str] | None = None) -> int:
                     "later set, all of them: it is tuning data once measured)")
     ap.add_argument("--no-latency", action="store_true", help="measure recall only")
     ap.add_argument("--questions", type=Path, default=QUESTIONS,
-                    help=f"question file (default {QUESTIONS.name}; {FRESH_QUESTIONS.name}, "
-                    f"{FRESH2_QUESTIONS.name}, {FRESH3_QUESTIONS.name}: the later sets)")
+                    help=f"question file (default {QUESTIONS.name}; the later sets: "
+                    f"{', '.join(q.name for q in LATER_QUESTIONS)})")
     args = ap.parse_args(argv)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="kport-bench-kbq-"))
     work.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from runners import opcount, workitems
 from runners.lifetime import partial_file, temp_folder
@@ -440,23 +441,18 @@ def build_kernel(tu: str, *, checked: bool, dialect: str = "metal",
                      True)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "kernel.cpp").write_text(tu)  # for people reading the cache; never compiled
-    prelude, body = split_prelude(tu)
-    pch = precompiled_prelude(compiler, flags, prelude, settings) if prelude else None
     with temp_folder("kport-build-") as tmp:
         scratch = Path(tmp)
         if vetting:
             (scratch / "vetted.cpp").write_text(vetting.tu)
-        data, log, timed_out = None, "", False
-        if pch is not None:
-            (scratch / "kernel.cpp").write_text(body)
-            data, log, timed_out = _jailed_build(compiler, flags, scratch, settings, vetting,
-                                                 pch=pch)
-        if pch is not None and data is None and not timed_out and PCH_REFUSED.search(log):
-            pch.unlink(missing_ok=True)  # it no longer fits: the next build makes it again
-            pch = None
-        if pch is None:
-            (scratch / "kernel.cpp").write_text(tu)  # without it, as the TU is written
-            data, log, timed_out = _jailed_build(compiler, flags, scratch, settings, vetting)
+
+        def build(text: str, pch: Path | None) -> tuple[bytes | None, str, bool]:
+            (scratch / "kernel.cpp").write_text(text)
+            return _jailed_build(compiler, flags, scratch, settings, vetting, pch=pch)
+
+        data, log, timed_out = with_precompiled_prelude(
+            compiler, flags, tu, settings, build,
+            refused=lambda r: r[0] is None and not r[2] and PCH_REFUSED.search(r[1]) is not None)
         table = scratch / opcount.TABLE_FILE
         if data is not None and table.is_file():
             _store(folder, opcount.TABLE_FILE, table.read_bytes(), settings)
@@ -475,10 +471,29 @@ PCH_FILE = "prelude.pch"
 PCH_FLAGS = ("-fpch-validate-input-files-content",)
 # clang's words when a precompiled header does not fit the compile (then it compiles without)
 PCH_REFUSED = re.compile(r"precompiled (header|file)|PCH file")
+T = TypeVar("T")  # what a compile given to with_precompiled_prelude returns
+
+
+def with_precompiled_prelude(compiler: Compiler, flags: list[str], tu: str, settings: Settings,
+                             compile: Callable[[str, Path | None], T],
+                             refused: Callable[[T], bool],
+                             command: list[str] | None = None) -> T:
+    """``compile(text, pch)``: of ``tu`` with its prelude blanked (split_prelude) and read from
+    the cached precompiled header ``pch``; of ``tu`` as written when it has no prelude, the
+    header cannot be built, or clang refuses it (``refused`` says so of a result: the header is
+    removed then, and the next compile makes it again). ``command``: as precompiled_prelude's."""
+    prelude, body = split_prelude(tu)
+    pch = precompiled_prelude(compiler, flags, prelude, settings, command) if prelude else None
+    if pch is not None:
+        out = compile(body, pch)
+        if not refused(out):
+            return out
+        pch.unlink(missing_ok=True)
+    return compile(tu, None)
 
 
 def precompiled_prelude(compiler: Compiler, flags: list[str], prelude: str, settings: Settings,
-                 command: list[str] | None = None) -> Path | None:
+                        command: list[str] | None = None) -> Path | None:
     """The cached precompiled header of ``prelude`` under ``flags`` (built in the jail on first
     use, by every process that finds none), or None when it cannot be built: the build then
     reads the headers itself. ``command``: the compiler command that reads it, when not

@@ -30,8 +30,7 @@ from runners.simbuild import (
     PCH_REFUSED,
     Diagnostic,
     compile_jail,
-    precompiled_prelude,
-    split_prelude,
+    with_precompiled_prelude,
 )
 from runners.toolchain import Compiler, find_compiler
 
@@ -266,17 +265,13 @@ def _command(settings: Settings) -> list[str]:
 def run_check(unit: str, files: set[str], settings: Settings) -> list[Diagnostic]:
     """Type-check the check ``unit`` in the jail; its address-space errors in ``files``. The
     unit's prelude (its kport includes) is read precompiled, as kernel builds read theirs
-    (simbuild.precompiled_prelude): most of the check's time was parsing those headers."""
+    (simbuild.with_precompiled_prelude): most of the check's time was parsing those headers."""
     compiler, command = find_compiler(settings.cxx), _command(settings)
-    prelude, body = split_prelude(unit)
-    pch = precompiled_prelude(compiler, list(_PCH_BUILD_FLAGS), prelude, settings,
-                              command) if prelude else None
-    ran = _checked(compiler, command, body, pch, settings) if pch is not None else None
-    if ran is not None and not ran.timed_out and PCH_REFUSED.search(ran.output):
-        pch.unlink(missing_ok=True)  # it no longer fits: the next check makes it again
-        ran = None
-    if ran is None:
-        ran = _checked(compiler, command, unit, None, settings)
+    ran = with_precompiled_prelude(
+        compiler, list(_PCH_BUILD_FLAGS), unit, settings,
+        lambda text, pch: _checked(compiler, command, text, pch, settings),
+        refused=lambda r: not r.timed_out and PCH_REFUSED.search(r.output) is not None,
+        command=command)
     if ran.timed_out:
         return [Diagnostic("kernel", 0, 0, "error", "the address-space check timed out after "
                            f"{settings.compile_timeout:g} s (KPORT_COMPILE_TIMEOUT)")]

@@ -9,9 +9,7 @@ import numpy as np
 import pytest
 
 from evals.bench_kb_questions import (
-    FRESH2_QUESTIONS,
-    FRESH3_QUESTIONS,
-    FRESH_QUESTIONS,
+    LATER_QUESTIONS,
     QuestionFileError,
     known_rule_ids,
     load_questions,
@@ -46,11 +44,8 @@ def test_the_question_file_is_well_formed():
         assert sum(q.split == split for q in questions) >= 70
 
 
-@pytest.mark.parametrize("path, earlier", [
-    (FRESH_QUESTIONS, ()),
-    (FRESH2_QUESTIONS, (FRESH_QUESTIONS,)),
-    (FRESH3_QUESTIONS, (FRESH_QUESTIONS, FRESH2_QUESTIONS)),
-])
+@pytest.mark.parametrize("path, earlier", [(path, LATER_QUESTIONS[:i])
+                                           for i, path in enumerate(LATER_QUESTIONS)])
 def test_the_fresh_questions_come_from_threads_the_tuned_set_does_not_cite(path, earlier):
     """A later set measured search once on questions no change had been fitted to: none of its
     threads (nor texts) may be one an earlier file cites, and it is well formed like the main
