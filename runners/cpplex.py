@@ -10,8 +10,10 @@ universal character names and other characters outside the basic source set.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 DIGRAPHS = {"%:%:": "##", "%:": "#", "<%": "{", "%>": "}", "<:": "[", ":>": "]"}
 _PUNCT = sorted([
@@ -29,12 +31,13 @@ _RAW_PREFIX = re.compile(r"(?:u8|u|U|L)?R\"")
 _TRIGRAPH = re.compile(r"\?\?[=/'()!<>\-]")
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     """One preprocessing token. ``text`` is the spelling with splices removed and digraphs
     replaced by what they stand for; ``line`` is the physical line it starts on; ``logical``
     numbers the logical line (a directive is one logical line); ``bol`` marks the first token
-    of a logical line; ``space`` marks one with whitespace or a comment before it."""
+    of a logical line; ``space`` marks one with whitespace or a comment before it. Immutable
+    (lexed sources are cached and shared) and a named tuple, not a frozen dataclass: a 4 MB
+    source is a million tokens, and a frozen dataclass takes three times as long to make."""
 
     kind: str  # identifier | number | string | char | punct
     text: str
@@ -44,6 +47,11 @@ class Token:
     space: bool = True
     spelled: str = ""  # as written when it differs from text (a digraph)
 
+    def on_line(self, line: int) -> Token:
+        """This token located on ``line``."""
+        return Token(self.kind, self.text, line, self.logical, self.bol, self.space,
+                     self.spelled)
+
 
 @dataclass(frozen=True)
 class LexProblem:
@@ -51,32 +59,35 @@ class LexProblem:
     message: str
 
 
+# a line splice (backslash, blanks, newline) or a carriage return (\r\n and a lone \r end a line)
+_LINE_BREAK = re.compile(r"\\[ \t\f\v]*(?:\r\n?|\n)|\r\n?")
+_BLANKS = re.compile(r"[ \t\f\v]+")
+
+
 def _splice(text: str) -> tuple[str, list[int]]:
     """Phase 2: remove backslash(-whitespace)-newline; returns the logical text and, for each
     of its characters, the physical line it came from."""
     out: list[str] = []
     lines: list[int] = []
-    line, i, n = 1, 0, len(text)
-    while i < n:
-        c = text[i]
-        if c == "\\":
-            j = i + 1
-            while j < n and text[j] in " \t\f\v":
-                j += 1
-            if j < n and text[j] in "\r\n":
-                j += 2 if text[j] == "\r" and j + 1 < n and text[j + 1] == "\n" else 1
-                line += 1
-                i = j
-                continue
-        if c == "\r":  # \r\n and lone \r are newlines
-            if i + 1 < n and text[i + 1] == "\n":
-                i += 1
-            c = "\n"
-        out.append(c)
-        lines.append(line)
-        if c == "\n":
+    line, pos = 1, 0
+
+    def copy(run: str) -> None:  # text with no splice and no \r: as it is, line by line
+        nonlocal line
+        parts = run.split("\n")
+        for part in parts[:-1]:
+            lines.extend([line] * (len(part) + 1))
             line += 1
-        i += 1
+        lines.extend([line] * len(parts[-1]))
+        out.append(run)
+
+    for m in _LINE_BREAK.finditer(text):
+        copy(text[pos:m.start()])
+        if m[0][0] != "\\":  # a carriage return: a newline
+            out.append("\n")
+            lines.append(line)
+        line += 1
+        pos = m.end()
+    copy(text[pos:])
     return "".join(out), lines
 
 
@@ -89,6 +100,14 @@ def lex(text: str) -> tuple[list[Token], list[LexProblem]]:
 def lex_lines(text: str) -> tuple[list[Token], list[LexProblem], dict[int, int]]:
     """``lex`` and, for each logical line that ends in a newline, the physical line holding
     that newline (past any splice, or a comment spanning lines)."""
+    toks, problems, ends = _lexed(text)
+    return list(toks), list(problems), dict(ends)
+
+
+# The checks of one build lex the same source more than once (a 330 KB library three times);
+# the last few results are kept (tokens are frozen; the caller gets its own lists).
+@functools.lru_cache(maxsize=8)
+def _lexed(text: str) -> tuple[tuple[Token, ...], tuple[LexProblem, ...], dict[int, int]]:
     src, phys = _splice(text)
     toks: list[Token] = []
     problems: list[LexProblem] = []
@@ -106,7 +125,7 @@ def lex_lines(text: str) -> tuple[list[Token], list[LexProblem], dict[int, int]]
             i += 1
             continue
         if c in " \t\f\v":
-            i, space = i + 1, True
+            i, space = _BLANKS.match(src, i).end(), True
             continue
         if src.startswith("//", i):
             end = src.find("\n", i)
@@ -170,7 +189,7 @@ def lex_lines(text: str) -> tuple[list[Token], list[LexProblem], dict[int, int]]
             i += 1
             continue
         bol = space = False
-    return toks, problems, ends
+    return tuple(toks), tuple(problems), ends
 
 
 def directives(toks: list[Token]) -> list[list[Token]]:

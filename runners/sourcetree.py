@@ -31,13 +31,29 @@ def parser(language: str) -> Parser:
     return Parser(Language(GRAMMARS[language].language()))
 
 
+@functools.lru_cache(maxsize=16)
 def parse(data: bytes, language: str) -> Node:
-    """The root node of ``data`` parsed as ``language``."""
+    """The root node of ``data`` parsed as ``language``. Trees are never edited, so the last
+    few are kept and shared: a port parses its file some 500 times, mostly the same bytes."""
     return parser(language).parse(data).root_node
 
 
 def walk(node: Node) -> Iterator[Node]:
-    """``node`` and every node below it, in source order."""
+    """``node`` and every node below it, in source order. A tree's root is walked once and its
+    nodes kept (for the last few trees): a port reads its file's whole tree for functions,
+    calls and declarations again and again (llama.cpp's norm.cu: about 100 walks of 8400
+    nodes, 1.5 s of a 15 s port)."""
+    if node.parent is None:
+        return iter(_every_node(node))
+    return _walk(node)
+
+
+@functools.lru_cache(maxsize=16)
+def _every_node(root: Node) -> tuple[Node, ...]:
+    return tuple(_walk(root))
+
+
+def _walk(node: Node) -> Iterator[Node]:
     stack = [node]
     while stack:
         n = stack.pop()

@@ -269,7 +269,7 @@ def preprocessed_problems(preprocessed: str, files: set[str]) -> list[Problem]:
             if ln.startswith("#pragma"):
                 out += pragma_problems(lex(ln[len("#pragma"):])[0], file, number)
         code = "\n".join("" if ln.startswith("#pragma") else ln for ln in lines)
-        toks = [replace(t, line=numbers[t.line - 1]) for t in lex(code)[0]]
+        toks = [t.on_line(numbers[t.line - 1]) for t in lex(code)[0]]
         if file != _SIGNATURE:
             out += _balance_problems(toks, file)
         if file not in _BODIES | {_SIGNATURE}:
@@ -353,7 +353,7 @@ def space_problems(preprocessed: str, files: set[str]) -> list[Diagnostic]:
     """Pointer and reference types the candidate's preprocessed text writes without an
     address space (spaces.missing_space_problems; MLX's signature always has them)."""
     runs, _ = candidate_runs(preprocessed, files)
-    toks = [[replace(t, line=numbers[t.line - 1]) for t in lex(text)[0]]
+    toks = [[t.on_line(numbers[t.line - 1]) for t in lex(text)[0]]
             for _, numbers, text in runs]
     types, _ = spaces._declared_types([t for run in toks for t in run])
     return [Diagnostic(p.file, p.line, 1, "error", p.message)
