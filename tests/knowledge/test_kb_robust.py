@@ -16,7 +16,7 @@ from tests.cli import KPORT
 
 pytestmark = pytest.mark.slow  # kills and races kb writers (tests/tiers.py)
 
-N_FILES, PER_FILE = 40, 10
+N_FILES, PER_FILE = 24, 10  # an add that embeds for seconds: long enough to be killed in
 READ_WHILE_FILES = 16  # an add long enough for readers to run during it, short for CI
 
 
