@@ -241,6 +241,11 @@ def model_digest(folder: str) -> str:
     return h.hexdigest()[:32]
 
 
+def text_key(text: str) -> bytes:
+    """What a text's vector is kept under, in the cache and in the shipped file: its SHA-256."""
+    return hashlib.sha256(text.encode()).digest()
+
+
 class VectorCache:
     """Document vectors by text, for one model: ``<folder>/<model digest>.sqlite3``. Several
     processes may read and write it at once (SQLite, WAL). A cache that cannot be opened or
@@ -265,15 +270,11 @@ class VectorCache:
         print(f"kport: the embedding cache {self.path} cannot be used ({err}); embedding "
               "without it (KPORT_EMBED_CACHE moves it)", file=sys.stderr)
 
-    @staticmethod
-    def _key(text: str) -> bytes:
-        return hashlib.sha256(text.encode()).digest()
-
     def get(self, texts: list[str]) -> list[list[float] | None]:
         """The cached vector of each text, None where there is none."""
         if self.broken:
             return [None] * len(texts)
-        keys = [self._key(t) for t in texts]
+        keys = [text_key(t) for t in texts]
         found: dict[bytes, bytes] = {}
         try:
             db = self._open()
@@ -295,7 +296,7 @@ class VectorCache:
     def put(self, texts: list[str], vectors: list[list[float]]) -> None:
         if self.broken or not texts:
             return
-        rows = [(self._key(t), np.asarray(v, np.float32).tobytes())
+        rows = [(text_key(t), np.asarray(v, np.float32).tobytes())
                 for t, v in zip(texts, vectors, strict=True)]
         try:
             with self._open() as db:  # one transaction: a kill leaves all or none of them
@@ -315,7 +316,7 @@ def shipped_file(model_folder: str) -> Path:
 
 class ShippedVectors:
     """Vectors kport ships for the texts of its default knowledge base, for one model:
-    ``keys`` (sha256 of each text, as VectorCache keys them) and ``vectors`` (float32), read
+    ``keys`` (text_key of each text) and ``vectors`` (float32), read
     only. A file that cannot be read is said once on stderr and then left alone."""
 
     def __init__(self, path: Path):
@@ -341,7 +342,7 @@ class ShippedVectors:
         rows = self._load()
         out = []
         for t in texts:
-            vec = rows.get(VectorCache._key(t))
+            vec = rows.get(text_key(t))
             out.append(vec.tolist() if vec is not None else None)
         return out
 
@@ -381,9 +382,11 @@ class Embedder:
         if not texts:
             return []
         vecs = self.cache.get(texts) if self.cache else [None] * len(texts)
-        if self.shipped is not None and None in vecs:
-            vecs = [v if v is not None else s
-                    for v, s in zip(vecs, self.shipped.get(texts), strict=True)]
+        missing = [i for i, v in enumerate(vecs) if v is None]
+        if self.shipped is not None and missing:
+            for i, vec in zip(missing, self.shipped.get([texts[i] for i in missing]),
+                              strict=True):
+                vecs[i] = vec
         todo = sorted({t for t, v in zip(texts, vecs, strict=True) if v is None})
         if not todo:
             return vecs

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from kb.chunks import asked_of, embed_text
-from kb.embed import Embedder, ShippedVectors, VectorCache, shipped_file
+from kb.embed import Embedder, ShippedVectors, shipped_file, text_key
 
 
 def default_texts() -> tuple[list[str], list[str]]:
@@ -45,8 +45,8 @@ def make() -> tuple[Path, int, int]:
     todo_asked = [t for t in asked if t not in kept]
     computed = dict(zip(todo_docs, embedder.documents(todo_docs), strict=True))
     computed |= dict(zip(todo_asked, embedder.short(todo_asked), strict=True))
-    rows = sorted((VectorCache._key(t), np.asarray(v, np.float32))
-                  for t, v in (kept | computed).items())
+    rows = sorted(((text_key(t), np.asarray(v, np.float32))
+                   for t, v in (kept | computed).items()), key=lambda row: row[0])
     path.parent.mkdir(exist_ok=True)
     tmp = path.with_suffix(".tmp.npz")
     np.savez(tmp, keys=np.frombuffer(b"".join(k for k, _ in rows), np.uint8).reshape(-1, 32),

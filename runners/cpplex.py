@@ -105,7 +105,7 @@ def lex_lines(text: str) -> tuple[list[Token], list[LexProblem], dict[int, int]]
 
 
 # The checks of one build lex the same source more than once (a 330 KB library three times);
-# the last few results are kept (tokens are frozen; the caller gets its own lists).
+# the last few results are kept (tokens are immutable; the caller gets its own lists).
 @functools.lru_cache(maxsize=8)
 def _lexed(text: str) -> tuple[tuple[Token, ...], tuple[LexProblem, ...], dict[int, int]]:
     src, phys = _splice(text)

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 
 from kb import embed
-from kb.embed import Embedder, VectorCache, shipped_file
+from kb.embed import Embedder, shipped_file, text_key
 from kb.shipped_vectors import default_texts
 
 
@@ -22,7 +22,7 @@ def test_the_shipped_file_covers_exactly_the_texts_a_build_embeds():
     with np.load(path) as data:
         keys = {k.tobytes() for k in data["keys"]}
         assert data["vectors"].shape == (len(keys), 384) and data["vectors"].dtype == np.float32
-    want = {VectorCache._key(t) for t in documents + asked}
+    want = {text_key(t) for t in documents + asked}
     assert keys == want, (f"{len(want - keys)} texts of the default KB have no shipped vector "
                           f"and {len(keys - want)} vectors no text: run python -m "
                           "kb.shipped_vectors after changing a rule, fact, fix rule or case")
