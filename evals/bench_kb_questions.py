@@ -9,10 +9,10 @@ Questions: evals/data/kb_questions.toml, each from a public issue or forum threa
 with the rule ids (concept, fix and architecture rules of kb/rules) that answer it; `split` is
 fixed by a hash of the question (split_of), and search changes are tuned on "tune" only
 (``--split tune`` measures that half alone, so tuning runs never print the held-out figures).
-evals/data/kb_questions_fresh.toml, kb_questions_fresh2.toml and kb_questions_fresh3.toml
-(``--questions``) hold questions gathered later, from threads no other question file cites, each
-measured once before anything was tuned on it and tuning data afterwards (docs/kb.md,
-"Questions").
+evals/data/kb_questions_fresh.toml and kb_questions_fresh2.toml to kb_questions_fresh7.toml
+(``--questions``; LATER_QUESTIONS) hold questions gathered later, from threads no other
+question file cites, each measured once before anything was tuned on it and tuning data
+afterwards (docs/kb.md, "Questions").
 Retrieval: a store built as `kport kb build` builds it; each question is searched over the
 knowledge collections (rules, fixes, arch) and scores at the rank of the first hit carrying one
 of its rule ids: recall@1, recall@3 and MRR per split, for hybrid search and BM25 as the anchor.
@@ -45,7 +45,8 @@ from runners.errors import KportError
 QUESTIONS = Path(__file__).parent / "data" / "kb_questions.toml"
 # the sets gathered later, in order: each measured once, then tuning data (docs/kb.md)
 LATER_QUESTIONS = tuple(QUESTIONS.with_name(f"kb_questions_{name}.toml")
-                        for name in ("fresh", "fresh2", "fresh3", "fresh4", "fresh5"))
+                        for name in ("fresh", "fresh2", "fresh3", "fresh4", "fresh5",
+                                     "fresh6", "fresh7"))
 KNOWLEDGE = ["rules", "fixes", "arch"]  # the collections whose chunks carry a rule id
 SPLITS = ("tune", "held_out")
 METHODS = (("hybrid", "hybrid"), ("BM25", "bm25"))

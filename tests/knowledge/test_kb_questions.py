@@ -261,9 +261,9 @@ def test_a_question_in_words_finds_the_rule_written_in_code(built_store, tmp_pat
         assert answers & {h.metadata.get("rule_id") for h in hits}, question
 
 
-# Measured 0.892 (66 of 74) on a fresh build (docs/kb.md, "Questions", tenth round); issue 18
-# asks for 0.9, not reached yet. One question below it: the floor allows for document vectors
-# computed on another CPU.
+# Measured 0.892 (66 of 74) on a fresh build (docs/kb.md, "Questions", tenth to thirteenth
+# round); issue 18 asks for 0.9, not reached yet. One question below it: the floor allows for
+# document vectors computed on another CPU.
 HELD_OUT_RECALL_AT_3 = 0.87
 
 
