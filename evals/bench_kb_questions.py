@@ -9,7 +9,7 @@ Questions: evals/data/kb_questions.toml, each from a public issue or forum threa
 with the rule ids (concept, fix and architecture rules of kb/rules) that answer it; `split` is
 fixed by a hash of the question (split_of), and search changes are tuned on "tune" only
 (``--split tune`` measures that half alone, so tuning runs never print the held-out figures).
-evals/data/kb_questions_fresh.toml and kb_questions_fresh2.toml to kb_questions_fresh7.toml
+evals/data/kb_questions_fresh.toml and kb_questions_fresh2.toml to kb_questions_fresh9.toml
 (``--questions``; LATER_QUESTIONS) hold questions gathered later, from threads no other
 question file cites, each measured once before anything was tuned on it and tuning data
 afterwards (docs/kb.md, "Questions").
@@ -38,6 +38,7 @@ from kb.chunks import Chunk, arch_chunks, fix_chunks, rule_chunks
 from kb.concepts import load_rules
 from kb.fixes import load_fixes
 from kb.ingest import corpus_chunks
+from kb.ready import refresh_rules
 from kb.search import search
 from kb.store import KBStore
 from runners.errors import KportError
@@ -46,7 +47,7 @@ QUESTIONS = Path(__file__).parent / "data" / "kb_questions.toml"
 # the sets gathered later, in order: each measured once, then tuning data (docs/kb.md)
 LATER_QUESTIONS = tuple(QUESTIONS.with_name(f"kb_questions_{name}.toml")
                         for name in ("fresh", "fresh2", "fresh3", "fresh4", "fresh5",
-                                     "fresh6", "fresh7"))
+                                     "fresh6", "fresh7", "fresh8", "fresh9"))
 KNOWLEDGE = ["rules", "fixes", "arch"]  # the collections whose chunks carry a rule id
 SPLITS = ("tune", "held_out")
 METHODS = (("hybrid", "hybrid"), ("BM25", "bm25"))
@@ -147,9 +148,14 @@ def misses(store: KBStore, questions: list[Question], cache: Path, split: str,
 
 
 def knowledge_store(path: Path) -> KBStore:
-    """A store at ``path`` holding what `kport kb build` adds (built when missing)."""
+    """A store at ``path`` holding what `kport kb build` adds (built when missing). A store kept
+    from an earlier run (``--workdir``) has kport's rules, facts and fixes brought up to today's
+    first, as `kport kb search` does (kb.ready.refresh_rules, one line on stderr when they
+    changed): it measures the rules being edited, not those of its first build."""
     if (path / "chroma.sqlite3").is_file():
-        return KBStore(path)
+        store = KBStore(path)
+        refresh_rules(store, path)
+        return store
     store = KBStore(path, create=True)
     store.add(rule_chunks() + arch_chunks() + fix_chunks() + corpus_chunks())
     return store
@@ -166,7 +172,9 @@ def latency_store(path: Path, chunks: int, llama: list[Chunk]) -> KBStore:
     from evals.bench_kb import _variants  # lazy: a sibling bench, needed only to build
 
     if (path / "chroma.sqlite3").is_file():
-        return KBStore(path)
+        store = KBStore(path)
+        refresh_rules(store, path)
+        return store
     store = KBStore(path, create=True)
     base = rule_chunks() + arch_chunks() + fix_chunks() + corpus_chunks() + llama
     store.add(base)

@@ -72,7 +72,7 @@ def ready_store(settings, console: Console | None = None) -> tuple[KBStore, str]
                 raise  # corrupt or another model: the message says what to do
         else:
             if store.has_chunks():
-                return store, _refresh(store, path, console)
+                return store, refresh_rules(store, path, console)
     console = console or Console(stderr=True, highlight=False)
     store = KBStore(path, embed_model=settings.embed_model, create=True)
     waited = []
@@ -91,7 +91,7 @@ def ready_store(settings, console: Console | None = None) -> tuple[KBStore, str]
     return store, note
 
 
-def _refresh(store: KBStore, path: Path, console: Console | None) -> str:
+def refresh_rules(store: KBStore, path: Path, console: Console | None = None) -> str:
     """Bring kport's own rules, facts and fixes in a built store up to the installed ones
     (a kport upgrade changed them): their old chunks replaced, not answering beside the new.
     A store holding none of them (made with `kport kb add` alone) is left as it is.

