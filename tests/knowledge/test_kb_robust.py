@@ -99,6 +99,7 @@ READER = textwrap.dedent("""
         hits = search(store, "elementwise add kernel", k=5, cache_root=home / "cache")
         assert hits and all(h.text for h in hits)
         ok += 1
+        time.sleep(0.05)  # many searches during the add, without starving the writer of CPU
     print(json.dumps({"searches": ok}))
 """)
 
