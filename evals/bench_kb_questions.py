@@ -34,11 +34,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kb import arch
-from kb.chunks import Chunk, arch_chunks, fix_chunks, rule_chunks
+from kb.chunks import Chunk
 from kb.concepts import load_rules
 from kb.fixes import load_fixes
 from kb.ingest import corpus_chunks
-from kb.ready import refresh_rules
+from kb.ready import default_chunks, refresh_rules
 from kb.search import search
 from kb.store import KBStore
 from runners.errors import KportError
@@ -152,12 +152,20 @@ def knowledge_store(path: Path) -> KBStore:
     from an earlier run (``--workdir``) has kport's rules, facts and fixes brought up to today's
     first, as `kport kb search` does (kb.ready.refresh_rules, one line on stderr when they
     changed): it measures the rules being edited, not those of its first build."""
-    if (path / "chroma.sqlite3").is_file():
-        store = KBStore(path)
-        refresh_rules(store, path)
-        return store
-    store = KBStore(path, create=True)
-    store.add(rule_chunks() + arch_chunks() + fix_chunks() + corpus_chunks())
+    store = _kept(path)
+    if store is None:
+        store = KBStore(path, create=True)
+        store.add(default_chunks())
+    return store
+
+
+def _kept(path: Path) -> KBStore | None:
+    """The store kept at ``path`` by an earlier run, its kport rules brought up to today's;
+    None when there is none."""
+    if not (path / "chroma.sqlite3").is_file():
+        return None
+    store = KBStore(path)
+    refresh_rules(store, path)
     return store
 
 
@@ -171,12 +179,11 @@ def latency_store(path: Path, chunks: int, llama: list[Chunk]) -> KBStore:
     llama.cpp's kernels and renamed copies of real kernels."""
     from evals.bench_kb import _variants  # lazy: a sibling bench, needed only to build
 
-    if (path / "chroma.sqlite3").is_file():
-        store = KBStore(path)
-        refresh_rules(store, path)
+    store = _kept(path)
+    if store is not None:
         return store
     store = KBStore(path, create=True)
-    base = rule_chunks() + arch_chunks() + fix_chunks() + corpus_chunks() + llama
+    base = default_chunks() + llama
     store.add(base)
     kernels = [c for c in base if c.collection == "analogues"]
     store.add(_variants(kernels, max(0, chunks - len({c.id for c in base}))))
