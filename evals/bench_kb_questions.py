@@ -47,7 +47,8 @@ QUESTIONS = Path(__file__).parent / "data" / "kb_questions.toml"
 # the sets gathered later, in order: each measured once, then tuning data (docs/kb.md)
 LATER_QUESTIONS = tuple(QUESTIONS.with_name(f"kb_questions_{name}.toml")
                         for name in ("fresh", "fresh2", "fresh3", "fresh4", "fresh5",
-                                     "fresh6", "fresh7", "fresh8", "fresh9"))
+                                     "fresh6", "fresh7", "fresh8", "fresh9", "fresh10",
+                                     "fresh11"))
 KNOWLEDGE = ["rules", "fixes", "arch"]  # the collections whose chunks carry a rule id
 SPLITS = ("tune", "held_out")
 METHODS = (("hybrid", "hybrid"), ("BM25", "bm25"))

@@ -65,8 +65,9 @@ def test_the_fresh_questions_come_from_threads_the_tuned_set_does_not_cite(path,
         assert not {q.source for q in fresh} & {q.source for q in other}
         assert not {q.text for q in fresh} & {q.text for q in other}
     assert len({q.source for q in fresh}) == len(fresh)
-    for q in fresh:  # a public thread: GitHub's, or a forum's (the issue asks for both)
-        assert q.source.startswith("https://"), q.text
+    for q in fresh:  # a public thread: GitHub's, or a forum's (the issue asks for both; some
+        # mirrors of Stack Overflow serve plain http)
+        assert q.source.startswith(("https://", "http://")), q.text
         assert q.split == split_of(q.text)
 
 
@@ -283,9 +284,10 @@ def test_a_question_in_words_finds_the_rule_written_in_code(built_store, tmp_pat
         assert answers & {h.metadata.get("rule_id") for h in hits}, question
 
 
-# Measured 0.878 (65 of 74) on a fresh build after the fourteenth round (0.892 after the tenth
-# to thirteenth; docs/kb.md, "Questions"); issue 18 asks for 0.9, not reached. One question
-# below it (64 of 74): the floor allows for document vectors computed on another CPU.
+# Measured 0.878 (65 of 74) on a fresh build after the fourteenth and fifteenth rounds (0.892
+# after the tenth to thirteenth; docs/kb.md, "Questions"); issue 18 asks for 0.9, not reached.
+# One question below it (64 of 74): the floor allows for document vectors computed on another
+# CPU.
 HELD_OUT_RECALL_AT_3 = 0.86
 
 
