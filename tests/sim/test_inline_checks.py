@@ -6,6 +6,9 @@ runtime reports: nothing for the last element in bounds, and one finding, naming
 for one element past the end, one before the start, a buffer size that is not a multiple of
 the access, and bytes past a threadgroup variable's end."""
 
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 
@@ -72,6 +75,24 @@ def test_one_finding_for_an_access_past_either_end_of_a_buffer(dialect, ctype, w
     assert f"{verb} of buffer '{name}' at element {bad + off} " in run.findings[0].message
     others = np.arange(N) != bad
     np.testing.assert_array_equal(y[others], x[others])
+
+
+@pytest.mark.parametrize("dialect", ["cuda", "metal"])
+def test_the_hooks_are_linked_in_and_inlined_leaving_no_copy(dialect):
+    """A checked build compiles the hooks apart and links in only those its accesses call,
+    inlined (runners/simbuild.py checks_bitcode): the library holds no hook of its own, where
+    each kernel once compiled all twenty, and the finding still comes."""
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("nm (binutils) is not installed: the library's symbols cannot be listed")
+    run, _, _ = _run(dialect, "int", False, N - 1, 1)
+    assert [f.kind for f in run.findings] == ["out_of_bounds"], run.findings
+    symbols = subprocess.run([nm, run.build.library], capture_output=True, text=True,
+                             check=True).stdout.split()
+    # the int reads and writes' out-of-line halves (__kp_access_rest<4, ...>) and nothing else
+    left = [s for s in symbols if s.startswith(("__tsan_read", "__tsan_write",
+                                                "__tsan_unaligned", "_ZL16__kp_access"))]
+    assert left and all(s.startswith("_ZL16__kp_access_restILj4E") for s in left), left
 
 
 @pytest.mark.parametrize("dialect, ctype", [("cuda", "double"), ("metal", "long")])

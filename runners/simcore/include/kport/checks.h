@@ -8,6 +8,11 @@
 // rt/checks.cpp). Their own memory accesses go through __KP_RT, so they are not instrumented.
 #pragma once
 
+#ifdef __KP_HOOKS_APART  // compiled alone: the kernel library defines these (kernel_abi.h)
+extern __thread __kp_view __KP_RT* __kp_last_view[4] __attribute__((tls_model("initial-exec")));
+extern __thread __kp_tg_check __KP_RT* __kp_tg_state __attribute__((tls_model("initial-exec")));
+#endif
+
 // off / A, with off's remainder rotated into the top bits: below M / A exactly when off is a
 // multiple of A and below M (M a multiple of A). One compare checks alignment and range.
 template <unsigned A>
@@ -103,8 +108,16 @@ static __attribute__((noinline, nomerge)) void __kp_access_rest(void* p) {
   if (!__KP_TG_FIRST && __kp_tg_settled<N, WRITE, ALIGNED>((uintptr_t)p)) return;
   __kp_access(p, N, WRITE, ALIGNED, __builtin_return_address(0));
 }
+// Compiled apart (__KP_HOOKS_APART, runners/simbuild.py checks_bitcode), a hook the kernel does
+// not call is left out of its library; compiled in the kernel's TU, each must be kept (`used`)
+// until the instrumentation, which runs last, has inserted the calls.
+#ifdef __KP_HOOKS_APART
+#define __KP_HOOK_ATTRS visibility("hidden"), always_inline
+#else
+#define __KP_HOOK_ATTRS visibility("hidden"), always_inline, used
+#endif
 #define __KP_CHECK_HOOK(NAME, N, WRITE, ALIGNED)                                              \
-  extern "C" __attribute__((visibility("hidden"), always_inline, used)) void NAME(void* p) {   \
+  extern "C" __attribute__((__KP_HOOK_ATTRS)) void NAME(void* p) {                             \
     const uintptr_t a = (uintptr_t)p;                                                        \
     if (__KP_TG_FIRST && __kp_tg_settled<N, WRITE, ALIGNED>(a)) return;                      \
     if (__builtin_expect(__kp_view_settled<N, WRITE, ALIGNED, 0>(a), 1)) return;             \
@@ -122,3 +135,4 @@ __KP_CHECK_HOOKS(8)
 __KP_CHECK_HOOKS(16)
 #undef __KP_CHECK_HOOKS
 #undef __KP_CHECK_HOOK
+#undef __KP_HOOK_ATTRS

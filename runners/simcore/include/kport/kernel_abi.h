@@ -12,7 +12,8 @@ __thread __kp_tg_check __KP_RT* __kp_tg_state __attribute__((tls_model("initial-
 extern "C" __kp_tg_check** __kp_kernel_tg_slot(void) {
   return (__kp_tg_check**)(void*)&__kp_tg_state;
 }
-#ifdef __KP_INSTRUMENTED
+// A checked build's access hooks; apart, they are linked in later (runners/simbuild.py).
+#if defined(__KP_INSTRUMENTED) && !defined(__KP_HOOKS_APART)
 #include "checks.h"
 #endif
 extern "C" const int __kp_kernel_needs_sync = __KP_NEEDS_SYNC;

@@ -13,6 +13,11 @@
 #include <kport/cuda/fp16.h>
 
 #define __KP_SITE unsigned __kp_line = __builtin_LINE(), unsigned __kp_col = __builtin_COLUMN()
+// A shuffle's or fold's body: one copy per operand type, not inlined at every call site, and not
+// checked (it reads the runtime's lane slots and its own locals, never the kernel's memory):
+// checked, its slot reads were most of a small warp-reduction kernel's compiled code. What it
+// calls is always-inline, so that LLVM inlines it here (metal/report.h says why).
+#define __KP_CUDA_COLLECTIVE __attribute__((noinline)) __KP_NOSAN
 
 // ---- Block barriers -----------------------------------------------------------------------------
 __KP_INLINE void __syncthreads(__KP_SITE) { __kp_barrier(__kp_line, __kp_col, 0, 0); }
@@ -133,7 +138,7 @@ __KP_INLINE unsigned shfl_src(int mode, unsigned lane, unsigned b, unsigned c) {
 }
 
 template <class T>
-__KP_INLINE T shfl(const char* fn, uint32_t mask, const T& v, int mode, unsigned b, int width,
+__KP_CUDA_COLLECTIVE T shfl(const char* fn, uint32_t mask, const T& v, int mode, unsigned b, int width,
                  unsigned line, unsigned col) {
   const unsigned char* snap;
   uint32_t got = (uint32_t)__kp_simd_sync(&v, sizeof(T), line, col, mask, &snap);
@@ -151,7 +156,7 @@ __KP_INLINE T shfl(const char* fn, uint32_t mask, const T& v, int mode, unsigned
 
 // Fold op over the values of the lanes in mask that took part.
 template <class T, class Op>
-__KP_INLINE T warp_fold(const char* fn, uint32_t mask, T v, Op op, unsigned line, unsigned col) {
+__KP_CUDA_COLLECTIVE T warp_fold(const char* fn, uint32_t mask, T v, Op op, unsigned line, unsigned col) {
   const unsigned char* snap;
   uint32_t m = warp_sync(fn, &v, sizeof v, mask, line, col, &snap) & mask;
   T acc = v;
@@ -234,7 +239,7 @@ __KP_INLINE int __all_sync(unsigned mask, int pred, __KP_SITE) {
 // ---- Warp reductions (sm_80) --------------------------------------------------------------------
 #define __KP_WREDUCE(NAME, T, EXPR)                                                                  \
   __KP_INLINE T NAME(unsigned mask, T value, __KP_SITE) {                                              \
-    return __kp_cuda::warp_fold(#NAME, mask, value, [](T a, T b) { return EXPR; }, __kp_line, __kp_col); \
+    return __kp_cuda::warp_fold(#NAME, mask, value, [](T a, T b) __attribute__((always_inline)) { return EXPR; }, __kp_line, __kp_col); \
   }
 __KP_WREDUCE(__reduce_add_sync, unsigned, a + b)
 __KP_WREDUCE(__reduce_add_sync, int, (int)((unsigned)a + (unsigned)b))

@@ -49,10 +49,10 @@ concept simd_int = simd_value<X> && int_scalar<elem_t<simd_t<X>>>;
 struct simd_round {
   uint64_t mask;
   const unsigned char* slots;
-  bool active(int l) const { return l >= 0 && l < __KP_SIMD_WIDTH && ((mask >> l) & 1); }
-  int first() const { return mask ? __builtin_ctzll(mask) : -1; }
+  __KP_INLINE bool active(int l) const { return l >= 0 && l < __KP_SIMD_WIDTH && ((mask >> l) & 1); }
+  __KP_INLINE int first() const { return mask ? __builtin_ctzll(mask) : -1; }
   template <class P>
-  P at(int l) const {
+  __KP_INLINE P at(int l) const {
     P p;
     __builtin_memcpy(&p, slots + l * __KP_SLOT_BYTES, sizeof(P));
     return p;
@@ -156,7 +156,7 @@ inline constexpr shuffle_row shuffle_rows[] = {
 // lane argument itself is out of range (kBadArg).
 inline constexpr int kKeep = -1000;
 inline constexpr int kBadArg = -2000;
-inline int shuffle_source(shuffle_kind k, int me, int a, const simd_round& r) {
+__KP_INLINE int shuffle_source(shuffle_kind k, int me, int a, const simd_round& r) {
   const int W = __KP_SIMD_WIDTH, q = me & 3, base = me & ~3;
   switch (k) {
     case simd_lane: return a;
@@ -183,7 +183,7 @@ inline int shuffle_source(shuffle_kind k, int me, int a, const simd_round& r) {
 }
 
 template <class T>
-__KP_OUTLINE T shuffle(shuffle_kind k, T x, unsigned arg, site s) {
+__KP_COLLECTIVE T shuffle(shuffle_kind k, T x, unsigned arg, site s) {
   const shuffle_row& row = shuffle_rows[k];
   lane_msg<T> mine{x, arg};
   simd_round r = rendezvous(mine, s);
@@ -205,7 +205,7 @@ __KP_OUTLINE T shuffle(shuffle_kind k, T x, unsigned arg, site s) {
 // Up: the lowest `delta` lanes of each segment take `filling` from the segment's top lanes;
 // down: the highest `delta` take it from the segment's bottom lanes.
 template <class T>
-__KP_OUTLINE T shuffle_fill(const char* fn, bool up, T data, T filling, unsigned delta,
+__KP_COLLECTIVE T shuffle_fill(const char* fn, bool up, T data, T filling, unsigned delta,
                           unsigned modulo, unsigned width, site s) {
   fill_msg<T> mine{data, filling, delta, modulo};
   simd_round r = rendezvous(mine, s);
@@ -258,42 +258,42 @@ __KP_INLINE T lanewise(T a, T b, F f) {
 }
 struct op_sum {
   template <class E>
-  E operator()(E a, E b) const {
+  __KP_INLINE E operator()(E a, E b) const {
     if constexpr (int_scalar<E>) return E(bits_t<E>(a) + bits_t<E>(b));
     else return a + b;
   }
 };
 struct op_product {
   template <class E>
-  E operator()(E a, E b) const {
+  __KP_INLINE E operator()(E a, E b) const {
     if constexpr (int_scalar<E>) return E(bits_t<E>(a) * bits_t<E>(b));
     else return a * b;
   }
 };
 struct op_min {
   template <class E>
-  E operator()(E a, E b) const { return min1(a, b); }
+  __KP_INLINE E operator()(E a, E b) const { return min1(a, b); }
 };
 struct op_max {
   template <class E>
-  E operator()(E a, E b) const { return max1(a, b); }
+  __KP_INLINE E operator()(E a, E b) const { return max1(a, b); }
 };
 struct op_and {
   template <class E>
-  E operator()(E a, E b) const { return E(a & b); }
+  __KP_INLINE E operator()(E a, E b) const { return E(a & b); }
 };
 struct op_or {
   template <class E>
-  E operator()(E a, E b) const { return E(a | b); }
+  __KP_INLINE E operator()(E a, E b) const { return E(a | b); }
 };
 struct op_xor {
   template <class E>
-  E operator()(E a, E b) const { return E(a ^ b); }
+  __KP_INLINE E operator()(E a, E b) const { return E(a ^ b); }
 };
 
 // Reduce the active lanes of the span, pairwise in lane order (a tree, as hardware does).
 template <class T, class Op>
-__KP_OUTLINE T reduce(T x, site s, group_span g, Op op) {
+__KP_COLLECTIVE T reduce(T x, site s, group_span g, Op op) {
   using R = reduce_t<T>;
   simd_round r = rendezvous(x, s);
   R vals[__KP_SIMD_WIDTH];
@@ -307,7 +307,7 @@ __KP_OUTLINE T reduce(T x, site s, group_span g, Op op) {
 
 // Scan over the active lanes of the span up to the caller, in lane order.
 template <class T, class Op>
-__KP_OUTLINE T scan(T x, site s, group_span g, Op op, bool inclusive, elem_t<T> identity) {
+__KP_COLLECTIVE T scan(T x, site s, group_span g, Op op, bool inclusive, elem_t<T> identity) {
   using R = reduce_t<T>;
   simd_round r = rendezvous(x, s);
   R acc = R(identity);

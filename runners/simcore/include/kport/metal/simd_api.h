@@ -123,7 +123,7 @@ struct quad_vote {
   constexpr bool any() const { return bits != 0; }
 };
 
-__KP_OUTLINE inline simd_vote simd_ballot(bool pred, __kp::site s = __KP_HERE) {
+__KP_COLLECTIVE inline simd_vote simd_ballot(bool pred, __kp::site s = __KP_HERE) {
   __kp::simd_round r = __kp::rendezvous(pred, s);
   uint64_t v = 0;
   for (int l = 0; l < __KP_SIMD_WIDTH; ++l)
@@ -143,7 +143,7 @@ __KP_INLINE quad_vote quad_active_threads_mask(__kp::site s = __KP_HERE) {
   return quad_vote(quad_vote::vote_t((__kp::rendezvous(s).mask >> base) & 0xF));
 }
 // simd_all/simd_any: over the active lanes only.
-__KP_OUTLINE inline bool simd_all(bool pred, __kp::site s = __KP_HERE) {
+__KP_COLLECTIVE inline bool simd_all(bool pred, __kp::site s = __KP_HERE) {
   __kp::simd_round r = __kp::rendezvous(pred, s);
   for (int l = 0; l < __KP_SIMD_WIDTH; ++l)
     if (r.active(l) && !r.at<bool>(l)) return false;
@@ -152,7 +152,7 @@ __KP_OUTLINE inline bool simd_all(bool pred, __kp::site s = __KP_HERE) {
 __KP_INLINE bool simd_any(bool pred, __kp::site s = __KP_HERE) {
   return uint64_t(simd_ballot(pred, s)) != 0;
 }
-__KP_OUTLINE inline bool quad_all(bool pred, __kp::site s = __KP_HERE) {
+__KP_COLLECTIVE inline bool quad_all(bool pred, __kp::site s = __KP_HERE) {
   int base = int(__kp_cur->lane) & ~3;
   __kp::simd_round r = __kp::rendezvous(pred, s);
   for (int l = base; l < base + 4; ++l)
