@@ -48,7 +48,7 @@ QUESTIONS = Path(__file__).parent / "data" / "kb_questions.toml"
 LATER_QUESTIONS = tuple(QUESTIONS.with_name(f"kb_questions_{name}.toml")
                         for name in ("fresh", "fresh2", "fresh3", "fresh4", "fresh5",
                                      "fresh6", "fresh7", "fresh8", "fresh9", "fresh10",
-                                     "fresh11"))
+                                     "fresh11", "fresh12"))
 KNOWLEDGE = ["rules", "fixes", "arch"]  # the collections whose chunks carry a rule id
 SPLITS = ("tune", "held_out")
 METHODS = (("hybrid", "hybrid"), ("BM25", "bm25"))

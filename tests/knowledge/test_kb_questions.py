@@ -284,7 +284,7 @@ def test_a_question_in_words_finds_the_rule_written_in_code(built_store, tmp_pat
         assert answers & {h.metadata.get("rule_id") for h in hits}, question
 
 
-# Measured 0.878 (65 of 74) on a fresh build after the fourteenth and fifteenth rounds (0.892
+# Measured 0.878 (65 of 74) on a fresh build after the fourteenth to sixteenth rounds (0.892
 # after the tenth to thirteenth; docs/kb.md, "Questions"); issue 18 asks for 0.9, not reached.
 # One question below it (64 of 74): the floor allows for document vectors computed on another
 # CPU.
