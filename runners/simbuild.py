@@ -507,31 +507,48 @@ def precompiled_prelude(compiler: Compiler, flags: list[str], prelude: str, sett
     key = _key("pch", prelude, shim_digest(), _shim_times(), compiler.describe(), cpu_id(),
                *command, *flags)
     folder = settings.build_cache_dir / "pch" / key
-    path = folder / PCH_FILE
+    header = folder / "prelude.h"
+
+    def keep_header() -> None:  # beside its precompiled form: clang checks it is there, unchanged
+        if not header.is_file() or header.read_text() != prelude:
+            _store(folder, header.name, prelude.encode(), settings, hashed=False)
+    return _cached_output(compiler, folder / PCH_FILE, settings, [
+        *command, *flags, *PCH_FLAGS, "-x", "c++-header", str(header), "-o", PCH_FILE],
+        before=keep_header, shared=folder / PCH_FILE)
+
+
+def _cached_output(compiler: Compiler, path: Path, settings: Settings, command: list[str], *,
+                   inputs: dict[str, str] | None = None, before: Callable[[], None] | None = None,
+                   shared: Path | None = None) -> Path | None:
+    """``path`` (a cache folder's file) when it is cached, else made by ``command``: run in the
+    jail in a scratch folder that holds ``inputs`` (name: text), it writes ``path``'s name
+    there; ``before`` runs first, once the folder exists; ``shared``'s folder is mounted
+    read-only. None when the command failed (its log is kept: it is not run again) or timed
+    out."""
+    folder = path.parent
     if cached_file(path) is not None:
         return path
     if (folder / "failed.log").is_file():
         return None
     folder.mkdir(parents=True, exist_ok=True)
-    # the header stays beside its precompiled form: clang checks that it is there, unchanged
-    header = folder / "prelude.h"
-    if not header.is_file() or header.read_text() != prelude:
-        _store(folder, header.name, prelude.encode(), settings, hashed=False)
-    with temp_folder("kport-pch-") as tmp:
+    if before is not None:
+        before()
+    with temp_folder("kport-cached-") as tmp:
         scratch = Path(tmp)
+        for name, text in (inputs or {}).items():
+            (scratch / name).write_text(text)
         timeout = settings.compile_timeout
-        ran = compile_jail(compiler, scratch, path).run(
-            [*command, *flags, *PCH_FLAGS, "-x", "c++-header", str(header), "-o", PCH_FILE],
-            cwd=scratch, timeout=timeout, settings=settings,
+        ran = compile_jail(compiler, scratch, shared).run(
+            command, cwd=scratch, timeout=timeout, settings=settings,
             limits=Limits(memory=COMPILE_MEMORY, file_size=COMPILE_FILE_BYTES,
                           cpu_seconds=int(timeout * 2) + 5))
-        data = read_jailed(scratch / PCH_FILE, COMPILE_FILE_BYTES) \
+        data = read_jailed(scratch / path.name, COMPILE_FILE_BYTES) \
             if ran.returncode == 0 and not ran.timed_out else None
     if data is None:
         if not ran.timed_out:
             _store(folder, "failed.log", ran.output.encode(), settings, hashed=False)
         return None
-    return _store(folder, PCH_FILE, data, settings)
+    return _store(folder, path.name, data, settings)
 
 
 # A checked build's access hooks (kport/checks.h) compiled apart, once per variant, and linked
@@ -560,29 +577,10 @@ def checks_bitcode(compiler: Compiler, flags: list[str], tu: str,
     source = (f"#include <kport/rt.h>\n#define __KP_NEEDS_SYNC {sync[1]}\n"
               "#include <kport/checks.h>\n")
     key = _key("hooks", source, shim_digest(), compiler.describe(), cpu_id(), *hook_flags)
-    folder = settings.build_cache_dir / "hooks" / key
-    path = folder / HOOKS_FILE
-    if cached_file(path) is not None:
-        return path
-    if (folder / "failed.log").is_file():
-        return None
-    folder.mkdir(parents=True, exist_ok=True)
-    with temp_folder("kport-hooks-") as tmp:
-        scratch = Path(tmp)
-        (scratch / "hooks.cpp").write_text(source)
-        timeout = settings.compile_timeout
-        ran = compile_jail(compiler, scratch).run(
-            [*compiler.command, *hook_flags, "-emit-llvm", "-c", "hooks.cpp", "-o", HOOKS_FILE],
-            cwd=scratch, timeout=timeout, settings=settings,
-            limits=Limits(memory=COMPILE_MEMORY, file_size=COMPILE_FILE_BYTES,
-                          cpu_seconds=int(timeout * 2) + 5))
-        data = read_jailed(scratch / HOOKS_FILE, COMPILE_FILE_BYTES) \
-            if ran.returncode == 0 and not ran.timed_out else None
-    if data is None:
-        if not ran.timed_out:
-            _store(folder, "failed.log", ran.output.encode(), settings, hashed=False)
-        return None
-    return _store(folder, HOOKS_FILE, data, settings)
+    return _cached_output(
+        compiler, settings.build_cache_dir / "hooks" / key / HOOKS_FILE, settings,
+        [*compiler.command, *hook_flags, "-emit-llvm", "-c", "hooks.cpp", "-o", HOOKS_FILE],
+        inputs={"hooks.cpp": source})
 
 
 def _jailed_build(compiler: Compiler, flags: list[str], scratch: Path, settings: Settings,
