@@ -8,11 +8,6 @@
 // rt/checks.cpp). Their own memory accesses go through __KP_RT, so they are not instrumented.
 #pragma once
 
-#ifdef __KP_HOOKS_APART  // compiled alone: the kernel library defines these (kernel_abi.h)
-extern __thread __kp_view __KP_RT* __kp_last_view[4] __attribute__((tls_model("initial-exec")));
-extern __thread __kp_tg_check __KP_RT* __kp_tg_state __attribute__((tls_model("initial-exec")));
-#endif
-
 // off / A, with off's remainder rotated into the top bits: below M / A exactly when off is a
 // multiple of A and below M (M a multiple of A). One compare checks alignment and range.
 template <unsigned A>

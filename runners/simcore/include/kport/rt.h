@@ -128,6 +128,10 @@ struct __kp_tg_check {
   uint32_t group_epoch;       // a word whose w_epoch is below it was not written in this group
   uint32_t track;             // race or uninitialised-read checks asked for
 };
+// Each kernel library's slots for the two (kernel_abi.h defines them; the runtime points them
+// at the running worker's records): what the inline checks read.
+extern __thread __kp_view __KP_RT* __kp_last_view[4] __attribute__((tls_model("initial-exec")));
+extern __thread __kp_tg_check __KP_RT* __kp_tg_state __attribute__((tls_model("initial-exec")));
 // Everything the inline check does not settle: `aligned` when the compiler assumed n-byte
 // alignment (a misaligned address is reported); `pc`, a return address in the kernel's code,
 // locates the access.
